@@ -1,0 +1,31 @@
+# garden: make venv | make run | make test
+PYTHON ?= python3
+TORCH ?= torch==2.13.0
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PLUGINS := $(sort $(dir $(wildcard plugins/*/pyproject.toml)))
+RUN_ARGS ?= model=vit task=classify model.variant=tiny
+
+.PHONY: venv run test registry clean
+
+venv: $(VENV)/.installed
+
+# Torch first and pinned (a bare "torch" may pull a multi-GB CUDA build), then garden and every
+# plugin under plugins/ in editable mode. Re-runs only when a pyproject or this file changes.
+$(VENV)/.installed: pyproject.toml $(addsuffix pyproject.toml,$(PLUGINS)) Makefile
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check "$(TORCH)"
+	$(PY) -m pip install --quiet --disable-pip-version-check -e ".[dev]" $(addprefix -e ,$(PLUGINS))
+	touch $@
+
+run: venv
+	$(PY) -m garden $(RUN_ARGS)
+
+test: venv
+	$(PY) -m pytest -q
+
+registry: venv
+	$(PY) -m garden registry build
+
+clean:
+	rm -rf $(VENV) outputs multirun

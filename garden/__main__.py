@@ -1,0 +1,3 @@
+from garden.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,50 @@
+"""Backends run a prepared model: ``local`` (one process), ``pipeline`` (torchrun, one stage per
+rank) and ``ipu`` (poptorch). A backend knows nothing of the model it runs beyond the task's
+``inputs``/``forward``/``loss`` and, when it partitions, the family's stage blocks.
+
+Every backend offers the same small surface to the trainer::
+
+    parameters()            the parameters this process optimises
+    train_step(batch)       forward + backward, returns the loss (or None off the last stage)
+    forward(batch)          the model output for a batch (None off the last stage)
+    clip_grad_norm(max)     clip by the global norm over all parameters of the model
+    model_for_saving()      the whole model, on the writing process
+    is_writer               whether this process writes outputs
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from garden.errors import BackendError
+
+
+def poptorch_available() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("poptorch") is not None
+
+
+def select_backend(cfg: Any, prepared: Any):
+    name = cfg.backend
+    if name == "auto":
+        name = "ipu" if poptorch_available() else "local"
+    if name == "local":
+        from garden.backends.local import LocalBackend
+
+        return LocalBackend(prepared)
+    if name == "pipeline":
+        if "RANK" not in os.environ or "WORLD_SIZE" not in os.environ:
+            raise BackendError(
+                "backend=pipeline runs one stage per process and needs torchrun; start it as "
+                "torchrun --nproc-per-node N -m garden ... backend=pipeline (N = ipu.ipus_per_replica)"
+            )
+        from garden.backends.pipeline import PipelineBackend
+
+        return PipelineBackend(prepared)
+    if name == "ipu":
+        from garden.backends.ipu import IPUBackend
+
+        return IPUBackend(prepared)
+    raise BackendError(f"unknown backend '{name}'; use one of auto, local, pipeline, ipu")

@@ -1,0 +1,238 @@
+"""``python -m garden``: browse the registry, or compose and run a model with Hydra overrides.
+
+    python -m garden list 'bert*' --task qa --json
+    python -m garden show vit
+    python -m garden model=vit task=classify preset=smoke
+
+Browsing commands never import torch; a run imports it once the config has composed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from garden.errors import GardenError
+
+USAGE = """\
+usage: python -m garden COMMAND ...   or   python -m garden model=NAME task=TASK [KEY=VALUE ...]
+
+Browse the registry:
+  list [PATTERN ...]     models, filtered:  --task T --domain D --plugin P --max-params 400M
+                         --exclude PAT --sort name|params|-params --pretrained --json
+  search TEXT            models whose name, description or tasks mention TEXT
+  show NAME              everything about a model: variants, tasks, layouts, commands
+  registry build|check   write / verify registry.json (the registry page's data)
+
+Run a model (Hydra overrides; -m/--multirun sweeps comma lists):
+  model=NAME task=TASK   what to run (required)
+  mode=train|infer|eval  train (default) fine-tunes, evaluates and saves; infer predicts
+  preset=smoke           smallest variant, tiny data, ~20 steps
+  weights=auto|hub|random|hub:org/name[@rev]|DIR
+  backend=auto|local|pipeline|ipu
+  data.path=... data.limit=N trainer.lr=... trainer.max_steps=N infer.inputs=GLOB
+
+Examples:
+  python -m garden list --domain vision
+  python -m garden model=vit task=classify model.variant=tiny
+  python -m garden model=vit task=classify mode=infer weights=outputs/DATE/TIME/model infer.inputs='imgs/*.png'
+"""
+
+
+def human(n: int | None) -> str:
+    if n is None:
+        return "-"
+    for unit, size in (("B", 1e9), ("M", 1e6), ("K", 1e3)):
+        if n >= size:
+            return f"{n / size:.1f}{unit}"
+    return str(n)
+
+
+def print_json(obj: Any) -> None:
+    sys.stdout.write(json.dumps(obj, indent=2, default=str) + "\n")
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from garden import registry
+
+    found = registry.list_models(
+        args.patterns or "*", exclude=args.exclude, task=args.task, domain=args.domain, plugin=args.plugin,
+        max_params=args.max_params, min_params=args.min_params, pretrained=args.pretrained, sort=args.sort,
+    )
+    if args.json:
+        print_json([registry.entry_record(e) for e in found])
+        return 0
+    table_of(found, title=f"{len(found)} models")
+    return 0
+
+
+def table_of(found: list, title: str) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=title)
+    for column in ("name", "domain", "tasks", "variants", "params", "plugin"):
+        table.add_column(column, justify="right" if column == "params" else "left")
+    for e in found:
+        table.add_row(e.name, e.domain, ", ".join(e.tasks), ", ".join(v.name for v in e.variants),
+                      human(e.params), e.plugin or "")
+    Console().print(table)
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    from garden import registry
+
+    found = registry.search(" ".join(args.text))
+    if args.json:
+        print_json([registry.entry_record(e) for e in found])
+    else:
+        table_of(found, title=f"{len(found)} models match '{' '.join(args.text)}'")
+    return 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from garden import registry
+
+    entry = registry.get(args.name)
+    record = registry.entry_record(entry)
+    if args.json:
+        print_json(record)
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    console.print(f"[bold]{entry.name}[/] · {entry.domain} · family {entry.family} · "
+                  f"plugin {entry.plugin} {entry.plugin_version}")
+    console.print(entry.description)
+    if entry.paper:
+        console.print(f"paper: {entry.paper}" + (f" ({entry.paper_url})" if entry.paper_url else ""))
+    if entry.license:
+        console.print(f"license: {entry.license}")
+    variants = Table(title="variants")
+    for column in ("variant", "hub", "revision", "params", "about"):
+        variants.add_column(column)
+    for v in entry.variants:
+        mark = " (default)" if v.name == entry.default_variant.name else ""
+        variants.add_row(v.name + mark, v.hub_id or "-", v.revision or "-", human(v.params), v.description)
+    console.print(variants)
+    for ipus, layout in sorted(entry.layouts.items()):
+        console.print(f"published layout on {ipus} IPUs: layers_per_ipu={list(layout)}")
+    for task, command in record["commands"].items():
+        console.print(f"{task}: [green]{command}[/]")
+    return 0
+
+
+def cmd_registry(args: argparse.Namespace) -> int:
+    from garden import registry
+
+    path = Path(args.path)
+    if args.action == "build":
+        n = registry.build(path)
+        print(f"wrote {path} ({n} models)")
+        return 0
+    problems = registry.check(path)
+    for p in problems:
+        print(f"error: {p}", file=sys.stderr)
+    if not problems:
+        print(f"{path} is up to date ({len(registry.entries())} models)")
+    return 1 if problems else 0
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m garden", usage=USAGE, add_help=False)
+    sub = p.add_subparsers(dest="command")
+    ls = sub.add_parser("list")
+    ls.add_argument("patterns", nargs="*")
+    ls.add_argument("--task")
+    ls.add_argument("--domain")
+    ls.add_argument("--plugin")
+    ls.add_argument("--max-params")
+    ls.add_argument("--min-params")
+    ls.add_argument("--exclude", action="append", default=[])
+    ls.add_argument("--sort", default="name")
+    ls.add_argument("--pretrained", action="store_true")
+    ls.add_argument("--json", action="store_true")
+    ls.set_defaults(func=cmd_list)
+    se = sub.add_parser("search")
+    se.add_argument("text", nargs="+")
+    se.add_argument("--json", action="store_true")
+    se.set_defaults(func=cmd_search)
+    sh = sub.add_parser("show")
+    sh.add_argument("name")
+    sh.add_argument("--json", action="store_true")
+    sh.set_defaults(func=cmd_show)
+    rg = sub.add_parser("registry")
+    rg.add_argument("action", choices=["build", "check"])
+    rg.add_argument("--path", default="registry.json")
+    rg.set_defaults(func=cmd_registry)
+    return p
+
+
+COMMANDS = {"list", "search", "show", "registry"}
+
+
+def run_hydra(argv: list[str]) -> int:
+    """Validate the overrides (one-line errors), then hand them to ``hydra.main``."""
+    from garden.config import compose, sugar, validate_choices
+
+    argv = sugar(argv)
+    multirun = any(a in ("-m", "--multirun") for a in argv)
+    overrides = [a for a in argv if not a.startswith("-")]
+    if multirun:
+        for values in _sweep_choices(overrides):
+            validate_choices(values)
+    else:
+        compose(overrides)
+
+    import hydra
+
+    from garden.runs import execute
+
+    @hydra.main(version_base="1.3", config_path="pkg://garden.conf", config_name="config")
+    def job(cfg: Any) -> Any:
+        from hydra.core.hydra_config import HydraConfig
+
+        try:
+            return execute(cfg, Path(HydraConfig.get().runtime.output_dir))
+        except GardenError as err:
+            print(f"error: {err}", file=sys.stderr)
+            raise SystemExit(2) from None
+
+    sys.argv = [sys.argv[0], *argv]
+    job()
+    return 0
+
+
+def _sweep_choices(overrides: list[str]) -> list[list[str]]:
+    """Each combination of the swept model and task values, for validation before a sweep."""
+    import itertools
+
+    picked = {k: v.split(",") for k, v in (o.split("=", 1) for o in overrides if "=" in o) if k in ("model", "task")}
+    keys = list(picked)
+    return [[f"{k}={v}" for k, v in zip(keys, combo)] for combo in itertools.product(*picked.values())]
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        if not argv or argv[0] in ("-h", "--help", "help"):
+            print(USAGE)
+            return 0
+        if argv[0] in COMMANDS:
+            args = parser().parse_args(argv)
+            return args.func(args)
+        if "=" not in " ".join(a for a in argv if not a.startswith("-")):
+            print(f"error: unknown command '{argv[0]}'; commands: {', '.join(sorted(COMMANDS))}, "
+                  f"or a run: model=NAME task=TASK", file=sys.stderr)
+            return 2
+        return run_hydra(argv)
+    except GardenError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130

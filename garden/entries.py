@@ -1,0 +1,102 @@
+"""Model entries: what the registry knows about a model, as plain data.
+
+An entry is facts, not code (like timm's ``PretrainedCfg``): listing, searching and showing
+entries never imports torch. The code that builds the model is named by ``builder``, an import
+path resolved only when a run needs it.
+
+>>> ModelEntry(name="vit", family="vit", domain="vision", description="Vision Transformer",
+...            tasks=("classify",), builder="garden_vit:ViT",
+...            variants=(Variant("tiny", params=105_000),)).default_variant.name
+'tiny'
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+DOMAINS = ("vision", "nlp", "speech", "multimodal", "gnn")
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One size of a model: its Hub checkpoint (pinned) or a config to build from scratch.
+
+    ``hub_id``/``revision`` name the pretrained weights (``revision`` a commit hash, so a run
+    is reproducible); ``config`` holds config overrides for variants without weights (``tiny``).
+    """
+
+    name: str
+    hub_id: str | None = None
+    revision: str | None = None
+    params: int | None = None
+    flops: int | None = None
+    file_size: int | None = None
+    config: Mapping[str, Any] = field(default_factory=dict)
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class ModelEntry:
+    """A model a plugin contributes: name, family, domain, tasks, variants and provenance.
+
+    ``layouts`` maps an IPU count to Graphcore's published ``layers_per_ipu`` for it, e.g.
+    ``{4: (3, 3, 3, 3)}`` for ViT-base; ``plugin`` and ``plugin_version`` are filled in by
+    discovery from the distribution that contributed the entry.
+    """
+
+    name: str
+    family: str
+    domain: str
+    description: str
+    tasks: tuple[str, ...]
+    builder: str
+    variants: tuple[Variant, ...]
+    default: str | None = None
+    paper: str | None = None
+    paper_url: str | None = None
+    license: str | None = None
+    layouts: Mapping[int, tuple[int, ...]] = field(default_factory=dict)
+    results: tuple[Mapping[str, Any], ...] = ()
+    plugin: str | None = None
+    plugin_version: str | None = None
+
+    @property
+    def default_variant(self) -> Variant:
+        """The variant used when a run names none: ``default``, else the first listed."""
+        return self.variant(self.default) if self.default else self.variants[0]
+
+    @property
+    def smallest_variant(self) -> Variant:
+        """The variant with the fewest parameters (what ``preset=smoke`` runs)."""
+        return min(self.variants, key=lambda v: v.params if v.params is not None else float("inf"))
+
+    def variant(self, name: str) -> Variant:
+        """The variant called ``name``; ``"default"`` and ``"smallest"`` are understood too."""
+        if name == "default":
+            return self.default_variant
+        if name == "smallest":
+            return self.smallest_variant
+        for v in self.variants:
+            if v.name == name:
+                return v
+        from garden.errors import ConfigError
+
+        names = ", ".join(v.name for v in self.variants)
+        raise ConfigError(
+            f"model '{self.name}' has no variant '{name}' (model.variant); choose one of: {names}"
+        )
+
+    @property
+    def params(self) -> int | None:
+        """Parameter count of the default variant."""
+        return self.default_variant.params
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d["layouts"] = {str(k): list(v) for k, v in self.layouts.items()}
+        d["tasks"] = list(self.tasks)
+        d["variants"] = [dict(v, config=dict(v["config"])) for v in d["variants"]]
+        d["results"] = [dict(r) for r in self.results]
+        return d

@@ -1,0 +1,1 @@
+"""Ready-made ModelFamily bases that plugins subclass."""

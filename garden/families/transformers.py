@@ -1,0 +1,77 @@
+"""A ModelFamily for models from Hugging Face transformers, configured by class attributes.
+
+A plugin names the config class, the head class per task, the preprocessor class and the
+stage layout; this base builds the model (random init or from a Hub-format folder), its
+preprocessor, and saves both back in Hub format::
+
+    class ViT(TransformersFamily):
+        config_class = "ViTConfig"
+        heads = {"classify": "ViTForImageClassification"}
+        tasks = {"classify": "garden.tasks.image:ImageClassification"}
+        preprocessor_class = "ViTImageProcessor"
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from garden.hookspecs import BuildSpec, ModelFamily
+
+
+def transformers_class(name: str) -> Any:
+    import transformers
+
+    return getattr(transformers, name)
+
+
+class TransformersFamily(ModelFamily):
+    config_class: str = ""
+    heads: dict[str, str] = {}
+    preprocessor_class: str | None = None
+    #: attention kernel: PyTorch's scaled_dot_product_attention where the model supports it
+    attn_implementation: str | None = "sdpa"
+
+    def config(self, spec: BuildSpec) -> Any:
+        """The model config: the checkpoint's, else the variant's, with the task's labels."""
+        cls = transformers_class(self.config_class)
+        if spec.weights_dir is not None:
+            config = cls.from_pretrained(spec.weights_dir)
+        else:
+            config = cls(**dict(spec.variant.config))
+        if spec.labels is not None:
+            config.num_labels = len(spec.labels)
+            config.id2label = dict(enumerate(spec.labels))
+            config.label2id = {label: i for i, label in enumerate(spec.labels)}
+        for key, value in spec.options.get("config", {}).items():
+            setattr(config, key, value)
+        return config
+
+    def build(self, spec: BuildSpec) -> Any:
+        head = transformers_class(self.heads[spec.task])
+        config = self.config(spec)
+        kwargs = {"attn_implementation": self.attn_implementation} if self.attn_implementation else {}
+        if spec.weights_dir is None:
+            return head._from_config(config, **kwargs)
+        return head.from_pretrained(
+            spec.weights_dir, config=config, ignore_mismatched_sizes=True, use_safetensors=True, **kwargs
+        )
+
+    def preprocessor(self, spec: BuildSpec) -> Any:
+        if not self.preprocessor_class:
+            return None
+        cls = transformers_class(self.preprocessor_class)
+        if spec.weights_dir is not None and any(
+            (Path(spec.weights_dir) / f).exists() for f in ("preprocessor_config.json", "tokenizer_config.json")
+        ):
+            return cls.from_pretrained(spec.weights_dir)
+        return self.default_preprocessor(spec)
+
+    def default_preprocessor(self, spec: BuildSpec) -> Any:
+        """The preprocessor for a model without a checkpoint (random init)."""
+        return transformers_class(self.preprocessor_class)()
+
+    def save(self, model: Any, preprocessor: Any, folder: Path) -> None:
+        model.save_pretrained(folder, safe_serialization=True)
+        if preprocessor is not None:
+            preprocessor.save_pretrained(folder)

@@ -1,0 +1,174 @@
+"""Finding plugins: entry points in the ``garden.plugins`` group, loaded through pluggy.
+
+A plugin that fails (its import raises, a hook raises, its API version is wrong, it claims a
+model another plugin already has) is set aside with one warning naming its distribution; the
+others keep working. ``GARDEN_STRICT_PLUGINS=1`` turns any such failure into an error.
+
+``GARDEN_PLUGINS=a,b`` loads only the named plugins, ``GARDEN_DISABLE_PLUGINS=a,b`` blocks
+some; either matches a distribution name or an entry-point name.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import os
+import sys
+from dataclasses import dataclass, field
+from importlib.metadata import EntryPoint, entry_points
+from typing import Any
+
+import pluggy
+
+from garden import hookspecs
+from garden.entries import DOMAINS, ModelEntry
+from garden.errors import PluginError
+
+GROUP = "garden.plugins"
+
+
+@dataclass
+class PluginInfo:
+    """What discovery learned about one installed plugin."""
+
+    name: str
+    distribution: str
+    version: str
+    api_version: str | None = None
+    status: str = "loaded"  # loaded | failed | blocked
+    error: str | None = None
+    models: list[str] = field(default_factory=list)
+    hooks: list[str] = field(default_factory=list)
+    config_dir: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class Discovery:
+    """The result of discovery: plugins, the entries they contributed, and failures."""
+
+    plugins: list[PluginInfo]
+    entries: dict[str, ModelEntry]
+
+    @property
+    def failures(self) -> list[PluginInfo]:
+        return [p for p in self.plugins if p.status == "failed"]
+
+    @property
+    def config_dirs(self) -> list[str]:
+        return [p.config_dir for p in self.plugins if p.status == "loaded" and p.config_dir]
+
+
+def _names(var: str) -> set[str] | None:
+    value = os.environ.get(var, "").strip()
+    return {n.strip() for n in value.split(",") if n.strip()} if value else None
+
+
+def _strict() -> bool:
+    return os.environ.get("GARDEN_STRICT_PLUGINS", "").lower() in ("1", "true", "yes")
+
+
+def _distribution(ep: EntryPoint) -> tuple[str, str]:
+    dist = getattr(ep, "dist", None)
+    if dist is None:
+        return ep.name, "?"
+    return dist.metadata["Name"], dist.version
+
+
+def _check_api_version(module: Any, info: PluginInfo) -> None:
+    declared = getattr(module, "GARDEN_API_VERSION", None)
+    info.api_version = declared
+    if declared is None:
+        raise PluginError(
+            f"plugin '{info.distribution}' does not declare GARDEN_API_VERSION; "
+            f"add GARDEN_API_VERSION = \"{hookspecs.API_VERSION}\" to its plugin module"
+        )
+    if str(declared).split(".")[0] != hookspecs.API_VERSION.split(".")[0]:
+        raise PluginError(
+            f"plugin '{info.distribution}' {info.version} was written for garden plugin API "
+            f"{declared}, this garden speaks {hookspecs.API_VERSION}; install a version of "
+            f"'{info.distribution}' made for API {hookspecs.API_VERSION.split('.')[0]}.x "
+            f"or a garden that speaks {declared}"
+        )
+
+
+def _validate_entry(entry: Any, info: PluginInfo) -> ModelEntry:
+    if not isinstance(entry, ModelEntry):
+        raise PluginError(
+            f"plugin '{info.distribution}' returned {type(entry).__name__} from garden_models; "
+            "expected garden.entries.ModelEntry"
+        )
+    if entry.domain not in DOMAINS:
+        raise PluginError(
+            f"plugin '{info.distribution}': model '{entry.name}' has domain '{entry.domain}'; "
+            f"use one of {', '.join(DOMAINS)}"
+        )
+    if not entry.variants:
+        raise PluginError(f"plugin '{info.distribution}': model '{entry.name}' has no variants")
+    return entry
+
+
+def _load_one(pm: pluggy.PluginManager, ep: EntryPoint, info: PluginInfo) -> list[ModelEntry]:
+    module = ep.load()
+    _check_api_version(module, info)
+    pm.register(module, name=info.name)
+    try:
+        pm.check_pending()
+    except pluggy.PluginValidationError as err:
+        pm.unregister(module)
+        raise PluginError(f"plugin '{info.distribution}': {err}") from None
+    info.hooks = sorted(h.name for h in pm.get_hookcallers(module) or [])
+    caller = pm.subset_hook_caller
+    others = [p for p in pm.get_plugins() if p is not module]
+    models = caller("garden_models", remove_plugins=others)()
+    entries = [_validate_entry(e, info) for batch in models for e in (batch or [])]
+    dirs = [d for d in caller("garden_config_dir", remove_plugins=others)() if d]
+    info.config_dir = dirs[0] if dirs else None
+    return entries
+
+
+@functools.lru_cache(maxsize=1)
+def discover() -> Discovery:
+    """Load every installed plugin once per process; see the module docstring for the rules."""
+    pm = pluggy.PluginManager(hookspecs.PROJECT)
+    pm.add_hookspecs(hookspecs.GardenSpec)
+    only, blocked = _names("GARDEN_PLUGINS"), _names("GARDEN_DISABLE_PLUGINS")
+    plugins: list[PluginInfo] = []
+    entries: dict[str, ModelEntry] = {}
+    seen: set[tuple[str, str]] = set()
+    for ep in sorted(entry_points(group=GROUP), key=lambda e: (_distribution(e)[0], e.name)):
+        dist, version = _distribution(ep)
+        if (dist, ep.name) in seen:  # the same distribution found twice on sys.path
+            continue
+        seen.add((dist, ep.name))
+        info = PluginInfo(name=ep.name, distribution=dist, version=version)
+        plugins.append(info)
+        if (only is not None and not ({dist, ep.name} & only)) or (blocked and {dist, ep.name} & blocked):
+            info.status = "blocked"
+            continue
+        try:
+            contributed = _load_one(pm, ep, info)
+            for entry in contributed:
+                if entry.name in entries:
+                    raise PluginError(
+                        f"model '{entry.name}' is registered by both '{entries[entry.name].plugin}' "
+                        f"and '{dist}'; uninstall one, or block one with GARDEN_DISABLE_PLUGINS=NAME"
+                    )
+        except Exception as err:  # a broken plugin must not take the others down
+            if pm.get_plugin(info.name) is not None:
+                pm.unregister(name=info.name)
+            info.status, info.hooks = "failed", []
+            message = str(err)
+            if not isinstance(err, PluginError):
+                message = f"plugin '{dist}' failed to load: {type(err).__name__}: {err}"
+            info.error = message
+            if _strict():
+                raise PluginError(message + " (GARDEN_STRICT_PLUGINS=1)") from err
+            print(f"warning: {message}", file=sys.stderr)
+            continue
+        for entry in contributed:
+            entries[entry.name] = dataclasses.replace(entry, plugin=dist, plugin_version=version)
+        info.models = [e.name for e in contributed]
+    return Discovery(plugins=plugins, entries=entries)

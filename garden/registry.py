@@ -1,0 +1,194 @@
+"""The registry: every model entry the installed plugins contribute, and questions about them.
+
+Plain functions over frozen entries, in the spirit of timm's ``list_models``::
+
+    >>> list_models("vit*", task="classify")          # doctest: +SKIP
+    ['vit']
+
+None of this imports torch. ``registry.json`` at the repository root is the same data written
+down (``python -m garden registry build``) for the registry page and for review in diffs.
+"""
+
+from __future__ import annotations
+
+import difflib
+import fnmatch
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Iterable
+
+from garden.entries import ModelEntry
+from garden.errors import ConfigError, PluginError, UnknownModelError, UnknownTaskError
+from garden.plugins import discover
+
+SCHEMA_VERSION = 1
+
+
+def entries() -> dict[str, ModelEntry]:
+    """All model entries of the loaded plugins, by name."""
+    return discover().entries
+
+
+def get(name: str) -> ModelEntry:
+    """The entry called ``name``, or an error that lists the closest names."""
+    known = entries()
+    if name in known:
+        return known[name]
+    for plugin in discover().failures:
+        if plugin.error and f"'{name}'" in plugin.error:
+            raise PluginError(f"model '{name}' is unavailable: {plugin.error}")
+    close = difflib.get_close_matches(name, known, n=3, cutoff=0.5) or sorted(known)[:8]
+    hint = f"did you mean {', '.join(close)}?" if close else "no models are installed"
+    raise UnknownModelError(
+        f"unknown model '{name}' (model={name}); {hint} (python -m garden list shows all)"
+    )
+
+
+def check_task(entry: ModelEntry, task: str) -> None:
+    """Raise unless ``entry`` supports ``task``; the message lists the tasks it has."""
+    if task not in entry.tasks:
+        raise UnknownTaskError(
+            f"model '{entry.name}' has no task '{task}' (task={task}); "
+            f"its tasks are: {', '.join(entry.tasks)}"
+        )
+
+
+def parse_count(text: str | int | float) -> float:
+    """``'400M'`` -> 4e8; accepts K, M, B/G suffixes (as users write parameter counts)."""
+    if isinstance(text, (int, float)):
+        return float(text)
+    units = {"K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9}
+    s = text.strip().upper()
+    try:
+        return float(s[:-1]) * units[s[-1]] if s and s[-1] in units else float(s)
+    except ValueError:
+        raise ConfigError(f"cannot read '{text}' as a count; write e.g. 400M or 1.2B") from None
+
+
+def _matches(name: str, patterns: Iterable[str]) -> bool:
+    return any(fnmatch.fnmatchcase(name, p) for p in patterns)
+
+
+def list_models(
+    pattern: str | Iterable[str] = "*",
+    *,
+    exclude: str | Iterable[str] = (),
+    task: str | None = None,
+    domain: str | None = None,
+    plugin: str | None = None,
+    max_params: str | float | None = None,
+    min_params: str | float | None = None,
+    pretrained: bool = False,
+    sort: str = "name",
+) -> list[ModelEntry]:
+    """Entries whose name matches ``pattern`` (shell wildcards) and every filter given."""
+    patterns = [pattern] if isinstance(pattern, str) else list(pattern)
+    excludes = [exclude] if isinstance(exclude, str) else list(exclude)
+    hi = parse_count(max_params) if max_params is not None else None
+    lo = parse_count(min_params) if min_params is not None else None
+    found = []
+    for e in entries().values():
+        if not _matches(e.name, patterns) or _matches(e.name, excludes):
+            continue
+        if (task and task not in e.tasks) or (domain and e.domain != domain):
+            continue
+        if plugin and plugin not in (e.plugin, e.family):
+            continue
+        if pretrained and not any(v.hub_id for v in e.variants):
+            continue
+        if hi is not None and (e.params is None or e.params > hi):
+            continue
+        if lo is not None and (e.params is None or e.params < lo):
+            continue
+        found.append(e)
+    keys = {
+        "name": lambda e: e.name,
+        "params": lambda e: (e.params or 0, e.name),
+        "domain": lambda e: (e.domain, e.name),
+        "family": lambda e: (e.family, e.name),
+    }
+    if sort.lstrip("-") not in keys:
+        raise ConfigError(f"cannot sort by '{sort}'; use one of {', '.join(keys)}")
+    return sorted(found, key=keys[sort.lstrip("-")], reverse=sort.startswith("-"))
+
+
+def search(text: str) -> list[ModelEntry]:
+    """Entries whose name, family, description, tasks or variants mention every word of ``text``."""
+    words = text.lower().split()
+
+    def haystack(e: ModelEntry) -> str:
+        parts = [e.name, e.family, e.domain, e.description, *e.tasks, e.paper or ""]
+        parts += [v.name for v in e.variants] + [v.hub_id or "" for v in e.variants]
+        return " ".join(parts).lower()
+
+    return [e for e in list_models() if all(w in haystack(e) for w in words)]
+
+
+def run_command(entry: ModelEntry, task: str) -> str:
+    """The command line that runs ``task`` for ``entry``."""
+    return f"python -m garden model={entry.name} task={task}"
+
+
+def entry_record(entry: ModelEntry) -> dict[str, Any]:
+    """One model as it appears in ``registry.json``."""
+    record = entry.to_dict()
+    record["commands"] = {t: run_command(entry, t) for t in entry.tasks}
+    return record
+
+
+def registry_document() -> dict[str, Any]:
+    """The whole registry as the JSON document ``registry build`` writes."""
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "models": [entry_record(e) for e in list_models()],
+    }
+
+
+def render(document: dict[str, Any]) -> str:
+    return json.dumps(document, indent=2, sort_keys=False) + "\n"
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` so a reader sees the old file or the new one, never half."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def build(path: Path) -> int:
+    """Write ``registry.json``; returns the number of entries."""
+    document = registry_document()
+    write_atomic(path, render(document))
+    return len(document["models"])
+
+
+def check(path: Path) -> list[str]:
+    """Problems with the ``registry.json`` at ``path``: stale against the plugins, or unreadable."""
+    path = Path(path)
+    if not path.exists():
+        return [f"{path} does not exist; run: python -m garden registry build"]
+    try:
+        on_disk = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as err:
+        return [f"{path} is not valid JSON ({err}); run: python -m garden registry build"]
+    if on_disk != json.loads(render(registry_document())):
+        have = {m.get("name") for m in on_disk.get("models", [])}
+        want = set(entries())
+        detail = []
+        if want - have:
+            detail.append(f"missing {', '.join(sorted(want - have))}")
+        if have - want:
+            detail.append(f"extra {', '.join(sorted(str(n) for n in have - want))}")
+        detail = "; ".join(detail) or "entries differ from the installed plugins"
+        return [f"{path} is stale ({detail}); run: python -m garden registry build"]
+    return []

@@ -1,0 +1,87 @@
+"""The Task interface every task family implements, and the pieces they share."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+from garden.errors import DataError
+
+
+@dataclass
+class TaskData:
+    """A task's data, ready for a loader: datasets of examples and the collate that batches them.
+
+    ``labels`` are class names when the task has classes. ``info`` carries what the model
+    needs to know about the data (e.g. a vocabulary size) into ``BuildSpec.options``.
+    """
+
+    train: Sequence[Any]
+    eval: Sequence[Any]
+    collate: Callable[[list[Any]], dict[str, Any]]
+    labels: tuple[str, ...] | None = None
+    info: dict[str, Any] = field(default_factory=dict)
+    source: str = ""
+
+
+class Task:
+    """One task family. Batches are dicts of tensors; ``inputs`` names the ones the model reads.
+
+    The same methods serve every backend: ``inputs(batch)`` is what enters the first pipeline
+    stage, ``forward`` runs the whole model, ``loss`` turns the last stage's output into the
+    training loss, so a pipelined run computes exactly what a local run does.
+    """
+
+    name = "task"
+    metric = "accuracy"
+    #: whether a larger ``metric`` is better (accuracy) or worse (loss, WER, MAE)
+    greater_is_better = True
+
+    def __init__(self, family: Any):
+        self.family = family
+
+    def load(self, cfg: Any, preprocessor: Any) -> TaskData:
+        """Read the task's data (``cfg.data``) and split it into train and eval."""
+        raise NotImplementedError
+
+    def inputs(self, batch: dict[str, Any]) -> tuple:
+        """The tensors the model's first block receives, in order."""
+        raise NotImplementedError
+
+    def target(self, batch: dict[str, Any]) -> Any:
+        """What the loss compares the model output with."""
+        return batch["labels"]
+
+    def forward(self, model: Any, batch: dict[str, Any]) -> Any:
+        """The model's output for ``batch`` (logits)."""
+        raise NotImplementedError
+
+    def loss(self, output: Any, target: Any) -> Any:
+        raise NotImplementedError
+
+    def evaluate(self, outputs: list[Any], batches: list[dict[str, Any]]) -> dict[str, float]:
+        """Metrics over the whole eval split from the collected outputs."""
+        raise NotImplementedError
+
+    def predict(self, output: Any, batch: dict[str, Any], data: TaskData, top_k: int) -> list[dict]:
+        """Readable predictions for one batch (labels with scores, spans, text, ...)."""
+        raise NotImplementedError
+
+    def load_inputs(self, pattern: str, preprocessor: Any, data: TaskData) -> list[Any]:
+        """The user's own inputs for ``mode=infer`` (``infer.inputs=path/or/glob``)."""
+        raise DataError(f"task '{self.name}' does not read infer.inputs files")
+
+
+def split(items: list[Any], eval_fraction: float, seed: int) -> tuple[list[Any], list[Any]]:
+    """A seeded shuffle and a train/eval split that keeps at least one example on each side."""
+    if len(items) < 2:
+        raise DataError(f"need at least 2 examples to split train/eval, found {len(items)}")
+    items = list(items)
+    random.Random(seed).shuffle(items)
+    n_eval = min(max(1, round(len(items) * eval_fraction)), len(items) - 1)
+    return items[n_eval:], items[:n_eval]
+
+
+def limit(items: list[Any], n: int | None) -> list[Any]:
+    return items if n is None else items[:n]

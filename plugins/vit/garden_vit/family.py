@@ -1,0 +1,39 @@
+"""ViT for garden: transformers' ViTForImageClassification, its processor and its stage layout."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from garden.families.transformers import TransformersFamily, transformers_class
+from garden.hookspecs import Block, BuildSpec
+
+
+def _hidden(output: Any) -> Any:
+    return output[0] if isinstance(output, tuple) else output
+
+
+class ViT(TransformersFamily):
+    config_class = "ViTConfig"
+    heads = {"classify": "ViTForImageClassification"}
+    tasks = {"classify": "garden.tasks.image:ImageClassification"}
+    preprocessor_class = "ViTImageProcessor"
+
+    def default_preprocessor(self, spec: BuildSpec) -> Any:
+        size = self.config(spec).image_size
+        return transformers_class(self.preprocessor_class)(
+            size={"height": size, "width": size}, image_mean=[0.5] * 3, image_std=[0.5] * 3
+        )
+
+    def stage_blocks(self, model: Any, task: str) -> list[Block]:
+        """Embeddings, one block per encoder layer, then the final norm with the classifier."""
+
+        def layer_block(i: int) -> Block:
+            return Block(f"layer.{i}", "layer", (f"vit.encoder.layer.{i}",),
+                         lambda m, h: (_hidden(m.vit.encoder.layer[i](h)),))
+
+        return [
+            Block("embeddings", "embedding", ("vit.embeddings",), lambda m, x: (m.vit.embeddings(x),)),
+            *[layer_block(i) for i in range(len(model.vit.encoder.layer))],
+            Block("head", "head", ("vit.layernorm", "classifier"),
+                  lambda m, h: (m.classifier(m.vit.layernorm(h)[:, 0, :]),)),
+        ]

@@ -1,0 +1,71 @@
+"""Browsing the registry: list, show, search and registry.json, fast and without torch."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+
+from conftest import ROOT, garden_cli
+
+
+def test_list_and_show_never_import_torch():
+    code = (
+        "import sys, garden.cli as c; c.main(['list']); c.main(['show', 'vit']); c.main(['search', 'image']);"
+        "bad = [m for m in ('torch', 'transformers', 'hydra') if m in sys.modules]; print('IMPORTED', bad)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "IMPORTED []" in out
+
+
+def test_list_takes_well_under_a_second():
+    start = time.perf_counter()
+    result = garden_cli("list")
+    elapsed = time.perf_counter() - start
+    assert result.returncode == 0, result.output
+    assert elapsed < 1.5, f"list took {elapsed:.2f}s"
+
+
+def test_list_json_carries_vit_with_its_variants():
+    models = json.loads(garden_cli("list", "--json").stdout)
+    vit = next(m for m in models if m["name"] == "vit")
+    assert vit["domain"] == "vision" and "classify" in vit["tasks"]
+    assert {"tiny", "base"} <= {v["name"] for v in vit["variants"]}
+    base = next(v for v in vit["variants"] if v["name"] == "base")
+    assert base["hub_id"] == "google/vit-base-patch16-224" and base["revision"]
+    assert vit["plugin"] == "garden-vit"
+
+
+def test_list_filters_by_domain_and_task():
+    assert "vit" in garden_cli("list", "--domain", "vision").stdout
+    names = [m["name"] for m in json.loads(garden_cli("list", "--task", "classify", "--json").stdout)]
+    assert "vit" in names
+    assert json.loads(garden_cli("list", "--task", "no-such-task", "--json").stdout) == []
+
+
+def test_show_prints_variants_layout_and_the_command_to_run():
+    out = garden_cli("show", "vit").stdout
+    assert "google/vit-base-patch16-224" in out
+    assert "layers_per_ipu=[3, 3, 3, 3]" in out
+    assert "python -m garden model=vit task=classify" in out
+
+
+def test_show_of_an_unknown_model_suggests_close_names():
+    result = garden_cli("show", "vti")
+    assert result.returncode != 0
+    assert "unknown model 'vti'" in result.stderr and "vit" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_registry_json_is_in_sync_with_the_plugins():
+    result = garden_cli("registry", "check", "--path", str(ROOT / "registry.json"))
+    assert result.returncode == 0, result.output
+
+
+def test_registry_check_fails_on_a_stale_file(tmp_path):
+    stale = tmp_path / "registry.json"
+    stale.write_text(json.dumps({"schema_version": 1, "models": []}))
+    result = garden_cli("registry", "check", "--path", str(stale))
+    assert result.returncode == 1
+    assert "stale" in result.stderr and "vit" in result.stderr
