@@ -12,10 +12,10 @@ venv: $(VENV)/.installed
 
 # Torch first and pinned (a bare "torch" may pull a multi-GB CUDA build), then garden and every
 # plugin under plugins/ in editable mode. Re-runs only when a pyproject or this file changes.
-$(VENV)/.installed: pyproject.toml $(addsuffix pyproject.toml,$(PLUGINS)) Makefile
+$(VENV)/.installed: pyproject.toml constraints.txt $(addsuffix pyproject.toml,$(PLUGINS)) Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check "$(TORCH)"
-	$(PY) -m pip install --quiet --disable-pip-version-check -e ".[dev]" $(addprefix -e ,$(PLUGINS))
+	$(PY) -m pip install --quiet --disable-pip-version-check -c constraints.txt -e ".[dev]" $(addprefix -e ,$(PLUGINS))
 	touch $@
 
 run: venv

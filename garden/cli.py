@@ -26,6 +26,7 @@ Browse the registry:
   search TEXT            models whose name, description or tasks mention TEXT
   show NAME              everything about a model: variants, tasks, layouts, commands
   registry build|check   write / verify registry.json (the registry page's data)
+  registry serve [--port N]  the registry page on http://127.0.0.1:N (default 8000)
 
 Run a model (Hydra overrides; -m/--multirun sweeps comma lists):
   model=NAME task=TASK   what to run (required)
@@ -121,6 +122,9 @@ def cmd_show(args: argparse.Namespace) -> int:
     console.print(variants)
     for ipus, layout in sorted(entry.layouts.items()):
         console.print(f"published layout on {ipus} IPUs: layers_per_ipu={list(layout)}")
+        console.print("  " + " | ".join(registry.stage_summary(layout)), highlight=False)
+    if not entry.layouts:
+        console.print("no published layout: ipu.layers_per_ipu=[-1] plans one at run time")
     for task, command in record["commands"].items():
         console.print(f"{task}: [green]{command}[/]")
     return 0
@@ -130,6 +134,11 @@ def cmd_registry(args: argparse.Namespace) -> int:
     from garden import registry
 
     path = Path(args.path)
+    if args.action == "serve":
+        from garden.serve import serve
+
+        serve(path, args.port)
+        return 0
     if args.action == "build":
         n = registry.build(path)
         print(f"wrote {path} ({n} models)")
@@ -166,8 +175,9 @@ def parser() -> argparse.ArgumentParser:
     sh.add_argument("--json", action="store_true")
     sh.set_defaults(func=cmd_show)
     rg = sub.add_parser("registry")
-    rg.add_argument("action", choices=["build", "check"])
+    rg.add_argument("action", choices=["build", "check", "serve"])
     rg.add_argument("--path", default="registry.json")
+    rg.add_argument("--port", type=int, default=8000)
     rg.set_defaults(func=cmd_registry)
     return p
 

@@ -81,7 +81,7 @@ class WeightsConfig:
 @dataclass
 class IPUConfig:
     layers_per_ipu: List[int] = field(default_factory=lambda: [-1])
-    ipus_per_replica: int = 1
+    ipus_per_replica: Optional[int] = None
     inference_layers_per_ipu: Optional[List[int]] = None
     inference_ipus_per_replica: Optional[int] = None
     matmul_proportion: Any = 0.2
@@ -90,7 +90,7 @@ class IPUConfig:
     device_iterations: int = 1
     embedding_serialization_factor: int = 1
     recompute_checkpoint_every_layer: bool = False
-    executable_cache_dir: Optional[str] = None
+    executable_cache_dir: str = ""
     config_file: Optional[str] = None
     cost: str = "flops"
     memory_budget: Optional[str] = None

@@ -65,7 +65,8 @@ class ModelEntry:
     @property
     def default_variant(self) -> Variant:
         """The variant used when a run names none: ``default``, else the first listed."""
-        return self.variant(self.default) if self.default else self.variants[0]
+        named = [v for v in self.variants if v.name == self.default]
+        return named[0] if named else self.variants[0]
 
     @property
     def smallest_variant(self) -> Variant:
@@ -74,13 +75,13 @@ class ModelEntry:
 
     def variant(self, name: str) -> Variant:
         """The variant called ``name``; ``"default"`` and ``"smallest"`` are understood too."""
+        for v in self.variants:
+            if v.name == name:
+                return v
         if name == "default":
             return self.default_variant
         if name == "smallest":
             return self.smallest_variant
-        for v in self.variants:
-            if v.name == name:
-                return v
         from garden.errors import ConfigError
 
         names = ", ".join(v.name for v in self.variants)

@@ -12,18 +12,20 @@ load, or ``None`` for random init:
 
 Downloads go through ``huggingface_hub.snapshot_download``, so they share its cache, progress
 bars and settings (``HF_HOME``, ``HF_ENDPOINT``, ``HF_HUB_OFFLINE``, ``HF_TOKEN``). It is
-imported inside functions because it reads those variables once, when first imported. The
-cache is tried first, so a run whose checkpoint is cached never touches the network. Only
-safetensors are fetched unless ``weights.allow_pickle`` is set, and every safetensors file is
-checked before use so a truncated one fails here, with its path, not deep inside a load.
+imported inside functions because it reads those variables once, when first imported. A
+cached checkpoint pinned to a commit never touches the network; a branch (``main``) is looked
+up again while the Hub answers. When nothing is cached, a two-second probe tells an unreachable
+Hub apart before the client's own ~20 s of retries. Only safetensors are fetched unless
+``weights.allow_pickle`` is set, and every safetensors file is checked before use, so a
+truncated one fails here, with its path, not deep inside a load.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from fnmatch import fnmatch
 from dataclasses import dataclass
+from fnmatch import fnmatch
 from pathlib import Path
 from typing import Iterable
 
@@ -171,7 +173,9 @@ def _from_hub(repo_id: str, revision: str, *, allow_pickle: bool) -> WeightsReso
     if allow_pickle and not any(folder.glob("*.safetensors")):
         folder = _snapshot(repo_id, revision, SAFETENSORS_FILES + PICKLE_FILES + SIDE_FILES)
     repo_files = _cached_listing(repo_id, commit=folder.name)
-    _check_checkpoint(folder, f"{repo_id}@{revision}", allow_pickle=allow_pickle, repo_files=repo_files)
+    _check_checkpoint(
+        folder, _label(repo_id, revision), allow_pickle=allow_pickle, repo_files=repo_files, cached=True
+    )
     return WeightsResolution(folder, f"hub {repo_id}@{folder.name[:7]}")
 
 
@@ -183,7 +187,8 @@ def _from_local(source: str, *, allow_pickle: bool) -> WeightsResolution:
             f"weights={source!r} is not auto, hub, hub:org/name[@revision], random or an existing directory{hint}"
         )
     folder = folder.resolve()
-    _check_checkpoint(folder, f"weights folder {folder}", allow_pickle=allow_pickle, repo_files=None)
+    files = [p.name for p in folder.iterdir()]
+    _check_checkpoint(folder, f"weights folder {folder}", allow_pickle=allow_pickle, repo_files=files, cached=False)
     return WeightsResolution(folder, f"local {folder}")
 
 
@@ -205,7 +210,7 @@ def _snapshot(repo_id: str, revision: str, patterns: tuple[str, ...]) -> Path:
         RevisionNotFoundError,
     )
 
-    label = f"{repo_id}@{revision}"
+    label = _label(repo_id, revision)
     options = dict(revision=revision, allow_patterns=list(patterns), ignore_patterns=TOP_LEVEL_ONLY)
     try:
         cached = _cached_snapshot(repo_id, options, patterns)
@@ -245,8 +250,10 @@ def _snapshot(repo_id: str, revision: str, patterns: tuple[str, ...]) -> Path:
     except HfHubHTTPError as error:
         status = getattr(error.response, "status_code", "?")
         raise WeightsError(f"the Hub at {constants.ENDPOINT} failed on {label} (HTTP {status}); retry later") from None
-    except _transport_errors() as error:  # the connection dropped mid-download, after the client's retries
-        raise WeightsError(f"downloading {label} failed ({_one_line(error)}); run again to resume") from None
+    except _transport_errors() as error:  # a dropped connection (after the client's retries), a full disk...
+        raise WeightsError(
+            f"downloading {label} failed ({_one_line(error)}); run again once that is fixed (downloads resume)"
+        ) from None
 
 
 def _cached_snapshot(repo_id: str, options: dict, patterns: tuple[str, ...]) -> Path | None:
@@ -261,9 +268,10 @@ def _cached_snapshot(repo_id: str, options: dict, patterns: tuple[str, ...]) -> 
         return None
     if _cached_listing(repo_id, commit=folder.name) is not None:
         return folder
-    wanted = ("*.safetensors",) + (("pytorch_model*.bin",) if PICKLE_FILES[0] in patterns else ())
-    has_weights = any(any(folder.glob(pattern)) for pattern in wanted)
-    return folder if has_weights and (folder / "config.json").is_file() else None
+    wanted = ("config.json", "*.safetensors") + (("pytorch_model*.bin",) if PICKLE_FILES[0] in patterns else ())
+    files = [p for pattern in wanted for p in folder.glob(pattern)]  # a deleted blob leaves a dangling link
+    complete = (folder / "config.json") in files and len(files) > 1 and all(p.is_file() for p in files)
+    return folder if complete else None
 
 
 def _cached_listing(repo_id: str, *, commit: str) -> set[str] | None:
@@ -285,7 +293,7 @@ def _reachable(endpoint: str) -> bool:
     """Whether anything answers at the Hub's address within a couple of seconds: the client
     itself retries a dead endpoint for ~20 s, too long to wait before falling back. Any reply
     counts, even an HTTP or TLS error; only no connection at all (refused, timed out, unknown
-    host) does not. urllib honours the same proxy variables as the client."""
+    host) does not. urllib honours the usual proxy variables (HTTPS_PROXY, NO_PROXY) too."""
     import ssl
     import urllib.error
     import urllib.request
@@ -313,29 +321,40 @@ def _transport_errors() -> tuple[type[BaseException], ...]:
     return tuple(errors)
 
 
-def _check_checkpoint(folder: Path, label: str, *, allow_pickle: bool, repo_files: Iterable[str] | None) -> None:
-    """Refuse a folder ``from_pretrained`` would fail on, or that holds pickles not allowed;
-    ``repo_files`` (the whole repo's listing) tells a pickle-only repo from an empty one."""
+def _check_checkpoint(
+    folder: Path, label: str, *, allow_pickle: bool, repo_files: Iterable[str] | None, cached: bool
+) -> None:
+    """Refuse a folder ``from_pretrained`` would fail on, or that holds pickles not allowed.
+
+    ``repo_files`` lists everything the checkpoint has, downloaded or not, which tells a
+    pickle-only repo from an empty one; ``None`` when unknown (huggingface_hub < 2 keeps no
+    listing in its cache). ``cached``: the folder is a Hub cache snapshot, re-downloadable.
+    """
     if not (folder / "config.json").is_file():
         raise WeightsError(f"{label} has no config.json; weights must be a save_pretrained folder or a Hub model repo")
     safetensors = sorted(folder.glob("*.safetensors"))
     if safetensors:
         for file in safetensors:
-            _check_safetensors(file)
+            _check_safetensors(file, cached=cached)
         _check_shards(folder, label)
         return
-    listed = {p for p in repo_files or () if fnmatch(p, "pytorch_model*.bin") and "/" not in p}
-    pickles = sorted({p.name for p in folder.glob("pytorch_model*.bin")} | listed)
+    pickles = sorted(p for p in repo_files or () if "/" not in p and fnmatch(p, "pytorch_model*.bin"))
     if pickles and not allow_pickle:
         raise WeightsError(
             f"{label} has only pickle weights ({', '.join(pickles)}), which can run code when loaded; "
             "set weights.allow_pickle=true if you trust its author"
         )
-    if not any(folder.glob("pytorch_model*.bin")):
-        raise WeightsError(f"{label} has no weights (model.safetensors or its shards); use another checkpoint")
+    if any(folder.glob("pytorch_model*.bin")):
+        return
+    if repo_files is None:
+        raise WeightsError(
+            f"{label} has no safetensors weights; if it has only pytorch_model.bin, set "
+            "weights.allow_pickle=true if you trust its author, else use another checkpoint"
+        )
+    raise WeightsError(f"{label} has no weights (model.safetensors or its shards); use another checkpoint")
 
 
-def _check_safetensors(file: Path) -> None:
+def _check_safetensors(file: Path, *, cached: bool) -> None:
     """Parse the header, which also checks that the file is as long as the header says."""
     from safetensors import safe_open
 
@@ -343,11 +362,9 @@ def _check_safetensors(file: Path) -> None:
         with safe_open(str(file), framework="numpy"):
             pass
     except Exception as error:  # safetensors raises its own SafetensorError (and OSError)
-        real = file.resolve()  # in the Hub cache, the blob behind the snapshot's symlink
-        raise WeightsError(
-            f"{file.name} is not a valid safetensors file ({_one_line(error)}); delete {real} and run again "
-            "to re-download (or re-save) it"
-        ) from None
+        blob = file.resolve()  # the Hub cache's blob behind the snapshot's symlink
+        fix = f"delete {blob} and run again to re-download it" if cached else "re-save the checkpoint"
+        raise WeightsError(f"{file} is not a valid safetensors file ({_one_line(error)}); {fix}") from None
 
 
 def _check_shards(folder: Path, label: str) -> None:
@@ -358,6 +375,11 @@ def _check_shards(folder: Path, label: str) -> None:
     missing = sorted(s for s in shards if not (folder / s).is_file())
     if missing:
         raise WeightsError(f"{label}: model.safetensors.index.json names shards it lacks ({', '.join(missing)})")
+
+
+def _label(repo_id: str, revision: str) -> str:
+    """``org/name@main``, or ``org/name@3f49326`` for a commit hash (as the Hub shows them)."""
+    return f"{repo_id}@{revision[:7] if COMMIT_HASH.fullmatch(revision) else revision}"
 
 
 def _hidden(relative: Path) -> bool:

@@ -131,6 +131,26 @@ def run_command(entry: ModelEntry, task: str) -> str:
     return f"python -m garden model={entry.name} task={task}"
 
 
+def stage_summary(layers_per_ipu: Iterable[int]) -> list[str]:
+    """What each IPU holds under a published layout, placed as Optimum Graphcore places it
+    (embeddings on the first IPU, the head on the last), so ``show`` needs no model::
+
+        >>> stage_summary([3, 3, 3, 3])
+        ['IPU 0: embeddings + layers 0-2', 'IPU 1: layers 3-5', 'IPU 2: layers 6-8', 'IPU 3: layers 9-11 + head']
+    """
+    counts = list(layers_per_ipu)
+    lines, first = [], 0
+    for ipu, count in enumerate(counts):
+        parts = ["embeddings"] if ipu == 0 else []
+        if count:
+            parts.append(f"layer {first}" if count == 1 else f"layers {first}-{first + count - 1}")
+        if ipu == len(counts) - 1:
+            parts.append("head")
+        lines.append(f"IPU {ipu}: {' + '.join(parts) or 'nothing'}")
+        first += count
+    return lines
+
+
 def entry_record(entry: ModelEntry) -> dict[str, Any]:
     """One model as it appears in ``registry.json``."""
     record = entry.to_dict()
@@ -173,7 +193,9 @@ def build(path: Path) -> int:
 
 
 def check(path: Path) -> list[str]:
-    """Problems with the ``registry.json`` at ``path``: stale against the plugins, or unreadable."""
+    """Problems with the ``registry.json`` at ``path``: unreadable, off-schema, or stale against the plugins."""
+    from garden.schema import validate_registry
+
     path = Path(path)
     if not path.exists():
         return [f"{path} does not exist; run: python -m garden registry build"]
@@ -181,7 +203,13 @@ def check(path: Path) -> list[str]:
         on_disk = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as err:
         return [f"{path} is not valid JSON ({err}); run: python -m garden registry build"]
-    if on_disk != json.loads(render(registry_document())):
+    fresh = json.loads(render(registry_document()))
+    off_schema = [f"{path}: {problem}" for problem in validate_registry(on_disk)]
+    if off_schema:
+        fix = ("fix the plugin's ModelEntry, then rebuild" if on_disk == fresh
+               else "run: python -m garden registry build")
+        return off_schema + [f"{path} does not follow garden/registry.schema.json; {fix}"]
+    if on_disk != fresh:
         have = {m.get("name") for m in on_disk.get("models", [])}
         want = set(entries())
         detail = []

@@ -16,7 +16,7 @@ from typing import Any
 
 from garden import registry
 from garden.entries import ModelEntry, Variant
-from garden.errors import ConfigError
+from garden.errors import ConfigError, WeightsError
 from garden.hookspecs import BuildSpec, ModelFamily
 from garden.tasks import import_path
 from garden.tasks.base import Task, TaskData
@@ -68,6 +68,11 @@ def prepare(cfg: Any, *, load_data: bool = True) -> Prepared:
     weights = resolve_weights(
         cfg.weights.source, variant, allow_pickle=cfg.weights.allow_pickle, for_training=cfg.mode == "train"
     )
+    if cfg.mode == "infer" and weights.folder is None and cfg.weights.source == "auto":
+        raise WeightsError(
+            f"model '{entry.name}' variant '{variant.name}' has no pretrained weights to predict with; "
+            "pass weights=DIR (a trained run's model/ folder), weights=hub:org/name, or weights=random"
+        )
     notes = [weights.note] if weights.note else []
     spec = BuildSpec(entry=entry, variant=variant, task=cfg.task.name, weights_dir=weights.folder,
                      options=dict(cfg.model.options))
@@ -120,9 +125,12 @@ def execute(cfg: Any, output_dir: Path) -> dict[str, Any]:
     output_dir.mkdir(parents=True, exist_ok=True)
     prepared = prepare(cfg)
     backend = select_backend(cfg, prepared)
-    if cfg.mode == "infer":
-        return infer(prepared, backend, output_dir)
-    return train(prepared, backend, output_dir, evaluate_only=cfg.mode == "eval")
+    try:
+        if cfg.mode == "infer":
+            return infer(prepared, backend, output_dir)
+        return train(prepared, backend, output_dir, evaluate_only=cfg.mode == "eval")
+    finally:
+        backend.close()
 
 
 def write_json(path: Path, obj: Any) -> None:

@@ -69,9 +69,7 @@ def evaluate(prepared: Prepared, backend: Any, bar: Progress | None = None) -> d
             batches.append(batch)
         if bar:
             bar.advance(job)
-    if not backend.is_writer and not outputs:
-        return {}
-    return prepared.task.evaluate(outputs, batches)
+    return backend.share(prepared.task.evaluate(outputs, batches) if outputs else None) or {}
 
 
 def train(prepared: Prepared, backend: Any, output_dir: Path, *, evaluate_only: bool = False) -> dict[str, Any]:
@@ -126,6 +124,7 @@ def train(prepared: Prepared, backend: Any, output_dir: Path, *, evaluate_only: 
                 record: dict[str, Any] = {"epoch": epoch, "steps": steps_done}
                 if losses:
                     record["train_loss"] = sum(losses) / len(losses)
+                record = backend.share(record)
                 if tcfg.eval:
                     record.update({f"eval_{k}": v for k, v in evaluate(prepared, backend, bar).items()})
                 history.append(record)
@@ -147,15 +146,16 @@ def train(prepared: Prepared, backend: Any, output_dir: Path, *, evaluate_only: 
         "history": history,
         "eval": final,
     }
+    model = None if evaluate_only else backend.model_for_saving()  # collective on pipelines
     if backend.is_writer:
         write_json(output_dir / "metrics.json", metrics)
-        if not evaluate_only:
-            save_model(prepared, backend, output_dir / "model", metrics)
+        if model is not None:
+            save_model(prepared, model, output_dir / "model")
         summary(metrics, output_dir)
     return metrics
 
 
-def save_model(prepared: Prepared, backend: Any, folder: Path, metrics: dict[str, Any]) -> None:
+def save_model(prepared: Prepared, model: Any, folder: Path) -> None:
     """The trained model as a Hub-format folder (``save_pretrained``, safetensors)."""
     import shutil
     import tempfile
@@ -163,7 +163,7 @@ def save_model(prepared: Prepared, backend: Any, folder: Path, metrics: dict[str
     folder.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(dir=folder.parent, prefix=".model."))
     try:
-        prepared.family.save(backend.model_for_saving(), prepared.preprocessor, staging)
+        prepared.family.save(model, prepared.preprocessor, staging)
         if folder.exists():
             shutil.rmtree(folder)
         staging.rename(folder)
@@ -205,6 +205,7 @@ def infer(prepared: Prepared, backend: Any, output_dir: Path) -> dict[str, Any]:
                 rows.extend(task.predict(output, batch, data, cfg.infer.top_k))
             bar.advance(job)
     seconds = time.perf_counter() - start
+    rows = backend.share(rows)
     result = {
         "model": prepared.entry.name, "variant": prepared.variant.name, "task": task.name, "mode": "infer",
         "backend": backend.name, "precision": backend.precision, "weights": prepared.weights_origin,

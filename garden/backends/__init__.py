@@ -8,7 +8,9 @@ Every backend offers the same small surface to the trainer::
     train_step(batch)       forward + backward, returns the loss (or None off the last stage)
     forward(batch)          the model output for a batch (None off the last stage)
     clip_grad_norm(max)     clip by the global norm over all parameters of the model
-    model_for_saving()      the whole model, on the writing process
+    share(obj)              ``obj`` as the process holding the outputs has it, on every process
+    model_for_saving()      the whole model, on the writing process (collective: all call it)
+    close()                 release devices and process groups at the end of a run
     is_writer               whether this process writes outputs
 """
 

@@ -57,5 +57,11 @@ class LocalBackend:
 
         torch.nn.utils.clip_grad_norm_(self.parameters(), max_norm)
 
+    def share(self, obj: Any) -> Any:
+        return obj
+
+    def close(self) -> None:
+        pass
+
     def model_for_saving(self):
         return self.model

@@ -25,6 +25,18 @@ def transformers_class(name: str) -> Any:
     return getattr(transformers, name)
 
 
+def submodule_path(model: Any, *candidates: str) -> str:
+    """The first of ``candidates`` that ``model`` has: module layouts move between transformers
+    releases (ViT's ``vit.encoder.layer`` became ``vit.layers``), checkpoints keep loading."""
+    for path in candidates:
+        try:
+            model.get_submodule(path)
+            return path
+        except AttributeError:
+            continue
+    raise AttributeError(f"{type(model).__name__} has none of the modules {', '.join(candidates)}")
+
+
 class TransformersFamily(ModelFamily):
     config_class: str = ""
     heads: dict[str, str] = {}

@@ -68,7 +68,6 @@ DAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday",
         "Sunday"]
 MONTHS = ["January", "February", "March", "April", "May", "June", "July",
           "August", "September", "October", "November", "December"]
-SEASONS = ["spring", "summer", "autumn", "winter"]
 
 # Invented people: first names and surnames from many languages.
 FIRST_M = ["James", "Rahul", "Tomas", "Kenji", "Omar", "Lukas", "Mateo",
@@ -627,7 +626,7 @@ def squad_person(r: random.Random, used: set):
     y2 = min(dy - 1, y1 + r.randint(5, 20))
     dcity = r.choice(CITIES)
     p1 = Para()
-    p1.add(f"{name} ({by}–{dy}) was a ", ("prof", prof), " from ", ("region", region),
+    p1.add(f"{name} ({by}–{dy}) was {a_an(prof)} ", ("prof", prof), " from ", ("region", region),
            " best known for ", ("known", known), ".",
            qs=[(f"What was {name}'s profession?", "prof"),
                (f"Where was {name} from?", "region"),
@@ -664,40 +663,53 @@ def squad_person(r: random.Random, used: set):
 
 
 ANIMALS = [
-    # class phrase, base names, feature, (len lo, hi), (weight lo, hi), eggs
+    # class, base names, feature, (len lo, hi) cm, (weight lo, hi) g, eggs,
+    # foods, habitats, predators, what its nickname comes from
     ("songbird", ["warbler", "finch", "thrush", "wren"], "crest",
-     (11, 28), (15, 120), (3, 6), ["insects", "seeds and berries",
-                                    "small spiders", "caterpillars"]),
-    ("frog", ["tree frog", "reed frog"], "belly", (3, 9), (4, 45),
-     (200, 900), ["flies and beetles", "small insects", "ants"]),
+     (11, 28), (15, 120), (3, 6),
+     ["insects", "seeds and berries", "small spiders", "caterpillars"],
+     ["wet forests", "high meadows", "pine woods", "reed beds"],
+     ["owls and snakes", "hawks", "crows and weasels"], "its unusual song"),
+    ("frog", ["tree frog", "reed frog"], "belly", (3, 9), (4, 45), (200, 900),
+     ["flies and beetles", "small insects", "ants"],
+     ["wet forests", "reed beds", "mountain streams"],
+     ["herons", "snakes", "otters"], "its loud evening call"),
     ("lizard", ["skink", "gecko"], "tail", (9, 35), (12, 260), (2, 8),
-     ["crickets", "beetles", "snails", "ripe fruit and insects"]),
+     ["crickets", "beetles", "snails", "ripe fruit and insects"],
+     ["rocky hillsides", "coastal dunes", "pine woods"],
+     ["hawks", "foxes and hawks", "snakes"], "the way it moves its tail"),
     ("freshwater turtle", ["mud turtle", "pond turtle"], "shell", (14, 32),
-     (400, 2600), (6, 18), ["water plants", "snails", "small fish"]),
+     (400, 2600), (6, 18), ["water plants", "snails", "small fish"],
+     ["slow rivers", "reed beds", "shallow lakes"],
+     ["otters", "foxes", "herons"], "the pattern on its shell"),
     ("freshwater fish", ["minnow", "darter", "loach"], "dorsal fin", (6, 30),
-     (10, 700), (300, 1500), ["insect larvae", "algae", "tiny shrimp"]),
+     (10, 700), (300, 1500), ["insect larvae", "algae", "tiny shrimp"],
+     ["slow rivers", "mountain streams", "shallow lakes"],
+     ["herons", "larger fish", "otters"], "the colour of its fins"),
     ("beetle", ["ground beetle", "leaf beetle"], "back", (2, 5), (2, 9),
-     (20, 80), ["fallen leaves", "rotting wood", "aphids"]),
+     (20, 80), ["fallen leaves", "rotting wood", "aphids"],
+     ["pine woods", "wet forests", "high meadows"],
+     ["birds", "shrews and birds", "lizards"], "its shining back"),
 ]
 ANIMAL_PREFIX = ["silver", "copper", "amber", "dusky", "golden", "spotted",
                  "striped", "marsh", "highland", "lesser", "greater",
                  "painted", "crested", "speckled", "river", "mossy"]
 COLOURS = ["bright orange", "pale blue", "deep red", "yellow", "olive green",
            "black with white spots", "silver grey", "copper brown"]
-HABITATS = ["wet forests", "high meadows", "reed beds", "rocky hillsides",
-            "slow rivers", "coastal dunes", "mountain streams", "pine woods"]
 STATUSES = ["vulnerable", "endangered", "near threatened", "of least concern"]
-PREDATORS = ["owls and snakes", "herons", "foxes and hawks", "larger fish",
-             "otters", "crows and weasels"]
 
 
 def squad_animal(r: random.Random, used: set):
-    cls, bases, feature, (llo, lhi), (wlo, whi), (elo, ehi), foods = r.choice(ANIMALS)
+    (cls, bases, feature, (llo, lhi), (wlo, whi), (elo, ehi), foods,
+     habitats, predators, reason) = r.choice(ANIMALS)
     a = unique(r, lambda rr: f"{rr.choice(ANIMAL_PREFIX)} {rr.choice(bases)}", used)
     title = cap(a)
-    habitat = r.choice(HABITATS)
+    habitat = r.choice(habitats)
     region = r.choice(REGIONS)
-    L, W = r.randint(llo, lhi), r.randint(wlo, whi)
+    L = r.randint(llo, lhi)
+    # heavier when longer: weight grows with the cube of the length
+    frac = ((L - llo + 1) / (lhi - llo + 1)) ** 3
+    W = max(wlo, int(wlo + (whi - wlo) * frac * r.uniform(0.8, 1.0)))
     colour = r.choice(COLOURS)
     y = r.randint(1790, 1930)
     naturalist, _ = person(r)
@@ -705,7 +717,7 @@ def squad_animal(r: random.Random, used: set):
     season = r.choice(["spring", "early summer", "late summer", "the rainy season"])
     e1 = r.randint(elo, (elo + ehi) // 2)
     e2 = r.randint(e1 + 1, ehi)
-    pred = r.choice(PREDATORS)
+    pred = r.choice(predators)
     status = r.choice(STATUSES)
     nick = r.choice(["little lantern", "water ghost", "stone hopper",
                      "marsh bell", "evening spark", "red coat"])
@@ -716,7 +728,7 @@ def squad_animal(r: random.Random, used: set):
                (f"In what kind of habitat is the {a} found?", "habitat"),
                (f"In which region does the {a} live?", "region")])
     p1.add("Adults grow to about ", ("L", f"{L} centimetres"),
-           " in length and weigh up to ", ("W", f"{W} grams"), ".",
+           " in length and weigh up to ", ("W", f"{W:,} grams"), ".",
            qs=[(f"How long does an adult {a} grow?", "L"),
                (f"How much can an adult {a} weigh?", "W")])
     p1.add(f"Its {feature} is ", ("colour", colour),
@@ -735,11 +747,13 @@ def squad_animal(r: random.Random, used: set):
                (f"How many eggs does a female {a} lay?", "eggs")])
     p2.add("Its main predators are ", ("pred", pred), ".",
            qs=[(f"What are the main predators of the {a}?", "pred")])
-    p2.add("Because its habitat is shrinking, the species is now listed as ",
-           ("status", status), ".",
+    why = ("The species is still common and is listed as "
+           if status == "of least concern" else
+           "Because its habitat is shrinking, the species is now listed as ")
+    p2.add(why, ("status", status), ".",
            qs=[(f"What is the conservation status of the {a}?", "status")])
     p2.add("Local people call it the ", ("nick", nick),
-           " because of its unusual call.",
+           f" because of {reason}.",
            qs=[(f"What do local people call the {a}?", "nick")])
     return title, [p1, p2]
 
@@ -872,7 +886,7 @@ def make_squad() -> dict:
     r = rng("squad")
     makers = [squad_town, squad_person, squad_animal, squad_company, squad_landmark]
     used: set = set()
-    data, n_q = [], 0
+    data = []
     for i in range(40):
         title, paras = makers[i % len(makers)](r, used)
         out_paras = []
@@ -887,7 +901,6 @@ def make_squad() -> dict:
                 qid = hashlib.sha1(f"{title}|{question}".encode()).hexdigest()[:24]
                 qas.append({"id": qid, "question": question,
                             "answers": [{"text": text, "answer_start": start}]})
-            n_q += len(qas)
             out_paras.append({"context": p.text, "qas": qas})
         data.append({"title": title, "paragraphs": out_paras})
     ids = [qa["id"] for a in data for p in a["paragraphs"] for qa in p["qas"]]
@@ -947,7 +960,7 @@ def doc_company(r):
     year = r.randint(2019, 2024)
     ceo, g = person(r)
     pr = "he" if g == "m" else "she"
-    n = r.randint(2, 30) * 50
+    n = f"{r.randint(2, 30) * 50:,}"
     if up:
         lead = [f"{company}, which is based in {city}, said on {day} that its profit rose {pct} percent to {amt} million euros in {year}.",
                 f"Chief executive {ceo} said the company would hire {n} new staff over the next year."]
@@ -979,7 +992,7 @@ def doc_match(r):
     gb = r.randint(0, ga - 1)
     day = r.choice(["Saturday", "Sunday", "Wednesday"])
     crowd = r.randint(8, 60) * 1000
-    player, g = person(r, "m")
+    player, _ = person(r, "m")
     minute = r.randint(60, 89)
     pos = r.choice(["first", "second", "third", "fourth"])
     k = r.randint(2, 6)
@@ -1024,7 +1037,7 @@ def doc_rescue(r):
     mountain = f"Mount {r.choice(['Varn', 'Ellery', 'Corra', 'Tessel', 'Orrin', 'Brask', 'Halden'])}"
     day = r.choice(DAYS)
     hours = r.randint(3, 14)
-    leader, g = person(r)
+    leader, _ = person(r)
     cause = r.choice(["thick fog", "heavy snow", "a sudden storm", "darkness"])
     lead = [f"{cap(NUMBER_WORDS[n])} hikers were rescued from {mountain} on {day} after being trapped by {cause}.",
             f"Rescue teams reached the group after a search lasting {hours} hours."]
@@ -1169,7 +1182,8 @@ def doc_election(r):
 
 
 def doc_rail(r):
-    a, b = town_name(r), town_name(r)
+    a = town_name(r)
+    b = unique(r, town_name, {a})
     day = r.choice(DAYS)
     x = r.randint(70, 150)
     y = r.randint(25, x - 20)
@@ -1249,7 +1263,6 @@ FR_SUBJECTS = [
     ("my friends", "mes amis", 5), ("the women", "les femmes", 5),
 ]
 EN_3SG = {2}
-EN_PERSON_OF = {0: "1", 4: "2", 3: "1p", 5: "3p", 2: "3s"}
 
 FR_PLACES = {
     "kitchen": ("in the kitchen", "dans la cuisine"),
@@ -1369,7 +1382,6 @@ FR_VERBS = [
 ]
 VOULOIR = ["veux", "veux", "veut", "voulons", "voulez", "veulent"]
 AVOIR = ["ai", "as", "a", "avons", "avez", "ont"]
-ETRE = ["suis", "es", "est", "sommes", "êtes", "sont"]
 HABITER = ["habite", "habites", "habite", "habitons", "habitez", "habitent"]
 FR_VOWELS = "aeiouéèêàâîôûh"
 
@@ -1536,7 +1548,7 @@ def tr_svo(r):
 
 
 def tr_neg(r):
-    en_b, en_3, _, conj, objs, _ = r.choice(FR_VERBS)
+    en_b, _, _, conj, objs, _ = r.choice(FR_VERBS)
     subj = r.choice(FR_SUBJECTS)
     defs = [o for o in objs if o["def"]]
     obj = r.choice(defs)
@@ -1841,7 +1853,7 @@ def split_sentences(text: str) -> list[str]:
     out, cur = [], []
     for word in text.split(" "):
         cur.append(word)
-        if word.endswith((".", "?", "!")) and not word[:-1].isdigit() and word not in ("1.",):
+        if word.endswith((".", "?", "!")) and word != "1.":
             out.append(" ".join(cur))
             cur = []
     if cur:
@@ -1875,6 +1887,37 @@ def make_lm_corpus(sst, conll, squad, summ, trans, n_lines=1500) -> list[str]:
 
 # ---------------------------------------------------------------------------
 
+NER_LABELS = {"O"} | {f"{p}-{k}" for p in "BI" for k in ("PER", "LOC", "ORG", "MISC")}
+
+
+def check(sst, conll, squad, summ, trans, french, lm) -> None:
+    """Sanity checks on the generated data (run on every generation)."""
+    for rows, n in ((sst, 300), (french, 200)):
+        labels = [row["label"] for row in rows]
+        assert labels.count(0) == labels.count(1) == n, "labels not balanced"
+        assert len({row["sentence"] for row in rows}) == len(rows), "duplicates"
+    for row in conll:
+        toks, tags = row["tokens"], row["ner_tags"]
+        assert len(toks) == len(tags) and all(t in NER_LABELS for t in tags)
+        for i, t in enumerate(tags):  # IOB2: I-X only after B-X or I-X
+            if t.startswith("I-"):
+                assert i > 0 and tags[i - 1][2:] == t[2:], (toks, tags)
+    for art in squad["data"]:
+        for p in art["paragraphs"]:
+            for qa in p["qas"]:
+                for a in qa["answers"]:
+                    start, text = a["answer_start"], a["text"]
+                    assert p["context"][start:start + len(text)] == text
+    for row in summ:
+        assert 3 <= len(split_sentences(row["document"])) <= 6, row["document"]
+        assert len(split_sentences(row["summary"])) == 1, row["summary"]
+    for row in trans:
+        en, fr = row["translation"]["en"], row["translation"]["fr"]
+        assert en[-1] == fr[-1] and en[0].isupper() and fr[0].isupper()
+        assert "  " not in en + fr
+    assert len(set(lm)) == len(lm) and all(line.strip() == line and line for line in lm)
+
+
 def write_jsonl(path, rows):
     with open(path, "w", encoding="utf-8", newline="\n") as f:
         for row in rows:
@@ -1894,6 +1937,7 @@ def main(argv=None) -> None:
     trans = make_translation()
     french = make_french()
     lm = make_lm_corpus(sst, conll, squad, summ, trans)
+    check(sst, conll, squad, summ, trans, french, lm)
 
     out = lambda name: os.path.join(args.out, name)  # noqa: E731
     write_jsonl(out("sst2_like.jsonl"), sst)

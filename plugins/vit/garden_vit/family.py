@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from garden.families.transformers import TransformersFamily, transformers_class
+from garden.families.transformers import TransformersFamily, submodule_path, transformers_class
 from garden.hookspecs import Block, BuildSpec
 
 
@@ -26,14 +26,15 @@ class ViT(TransformersFamily):
 
     def stage_blocks(self, model: Any, task: str) -> list[Block]:
         """Embeddings, one block per encoder layer, then the final norm with the classifier."""
+        layers = submodule_path(model, "vit.layers", "vit.encoder.layer")
 
         def layer_block(i: int) -> Block:
-            return Block(f"layer.{i}", "layer", (f"vit.encoder.layer.{i}",),
-                         lambda m, h: (_hidden(m.vit.encoder.layer[i](h)),))
+            return Block(f"layer.{i}", "layer", (f"{layers}.{i}",),
+                         lambda m, h: (_hidden(m.get_submodule(layers)[i](h)),))
 
         return [
             Block("embeddings", "embedding", ("vit.embeddings",), lambda m, x: (m.vit.embeddings(x),)),
-            *[layer_block(i) for i in range(len(model.vit.encoder.layer))],
+            *[layer_block(i) for i in range(len(model.get_submodule(layers)))],
             Block("head", "head", ("vit.layernorm", "classifier"),
                   lambda m, h: (m.classifier(m.vit.layernorm(h)[:, 0, :]),)),
         ]

@@ -1,0 +1,186 @@
+"""One pipeline stage per process with ``torch.distributed.pipelining`` (gloo on CPU, nccl on GPU).
+
+Every rank builds the whole model from the same seed (or the same weights), plans the stages
+the same way, and keeps the blocks of its own stage in a :class:`StageModule`; the schedule
+(GPipe or 1F1B, ``ipu.schedule``) moves micro-batches between ranks. Gradients are scaled by
+the number of micro-batches, and gradient clipping uses the norm over every stage, so one
+step here updates the weights exactly as one local step does. Rank 0 writes the outputs.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from garden.backends.local import autocast, to_device
+from garden.errors import BackendError, ConfigError
+
+SCHEDULES = ("GPipe", "1F1B")
+
+
+def stage_module(model: Any, blocks: list):
+    """An ``nn.Module`` owning exactly the parameters of ``blocks``, running them in order."""
+    import torch
+
+    class StageModule(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.parts = torch.nn.ModuleDict(
+                {path.replace(".", "__"): model.get_submodule(path) for b in blocks for path in b.modules}
+            )
+            object.__setattr__(self, "whole", model)  # not a submodule: other stages own the rest
+
+        def forward(self, *carry):
+            for block in blocks:
+                carry = block.run(self.whole, *carry)
+            return carry if len(carry) > 1 else carry[0]
+
+    return StageModule()
+
+
+def micro_batches_for(batch: int, wanted: int) -> int:
+    """The largest count <= ``wanted`` that splits ``batch`` evenly (so micro-batch losses average
+    to the batch loss exactly, as in a local step)."""
+    return max(n for n in range(1, min(batch, wanted) + 1) if batch % n == 0)
+
+
+class PipelineBackend:
+    name = "pipeline"
+
+    def __init__(self, prepared: Any):
+        import torch
+        import torch.distributed as dist
+
+        self.prepared, self.task, cfg = prepared, prepared.task, prepared.cfg
+        self.rank, self.world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+        local = int(os.environ.get("LOCAL_RANK", self.rank))
+        cuda = torch.cuda.is_available()
+        self.device = torch.device(f"cuda:{local}") if cuda else torch.device("cpu")
+        if cuda:
+            torch.cuda.set_device(self.device)
+        if not dist.is_initialized():
+            dist.init_process_group("nccl" if cuda else "gloo")
+        if cfg.ipu.schedule not in SCHEDULES:
+            raise ConfigError(f"ipu.schedule={cfg.ipu.schedule} is not one of: {', '.join(SCHEDULES)}")
+        self.training = cfg.mode == "train"
+        self.model = prepared.family.build(prepared.spec).to(self.device)
+        self.stage_plan = self._plan()
+        self.is_first, self.is_last = self.rank == 0, self.rank == self.world - 1
+        self.is_writer = self.rank == 0
+        self.module = stage_module(self.model, self.stage_plan.stage_blocks(self.rank))
+        self.precision = "fp32"
+        self._schedules: dict[tuple[int, bool], Any] = {}
+
+    def _plan(self):
+        import torch.distributed as dist
+
+        from garden.planning import plan_for
+        from garden.trainer import loader
+
+        cfg, data = self.prepared.cfg, self.prepared.data
+        stages = cfg.ipu.ipus_per_replica
+        if stages is not None and stages != self.world:
+            raise BackendError(
+                f"ipu.ipus_per_replica={stages} stages but torchrun started {self.world} processes; "
+                f"run torchrun --nproc-per-node {stages} or set ipu.ipus_per_replica={self.world}"
+            )
+        sample = to_device(next(iter(loader(data.eval, data.collate, cfg.data.batch_size, shuffle=False,
+                                             seed=cfg.seed))), self.device)
+        plan = plan_for(self.prepared, self.model, sample, training=self.training, n_stages=self.world)
+        chosen = [list(plan.plan.layers_per_ipu)]
+        dist.broadcast_object_list(chosen, src=0)  # measured costs differ between ranks: follow rank 0
+        if chosen[0] != list(plan.plan.layers_per_ipu):
+            plan = plan_for(self.prepared, self.model, sample, training=self.training, n_stages=self.world,
+                            layers_per_ipu=chosen[0])
+        return plan
+
+    def _schedule(self, n: int, training: bool):
+        key = (n, training)
+        if key not in self._schedules:
+            from torch.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleGPipe
+
+            stage = PipelineStage(self.module, self.rank, self.world, self.device)
+            cls = Schedule1F1B if self.prepared.cfg.ipu.schedule == "1F1B" else ScheduleGPipe
+            loss = (lambda output, target: self.task.loss(output, target)) if training else None
+            self._schedules[key] = cls(stage, n_microbatches=n, loss_fn=loss)
+        return self._schedules[key]
+
+    def parameters(self):
+        return [p for p in self.module.parameters() if p.requires_grad]
+
+    def _run(self, batch: dict[str, Any], training: bool):
+        batch = to_device(batch, self.device)
+        inputs = self.task.inputs(batch)
+        size = inputs[0].shape[0]
+        n = micro_batches_for(size, self.prepared.cfg.ipu.micro_batches)
+        if self.world > 1 and n < self.world and training and size >= self.world:
+            n = micro_batches_for(size, max(self.prepared.cfg.ipu.micro_batches, self.world))
+        schedule = self._schedule(n, training)
+        args = inputs if self.is_first else ()
+        kwargs: dict[str, Any] = {}
+        losses: list = []
+        if self.is_last and training:
+            kwargs = {"target": self.task.target(batch), "losses": losses}
+        with autocast(self.precision, self.device.type):
+            output = schedule.step(*args, **kwargs) if training else schedule.eval(*args)
+        return output, losses
+
+    def train_step(self, batch: dict[str, Any]):
+        import torch
+
+        self.model.train()
+        _, losses = self._run(batch, training=True)
+        return torch.stack([l.detach() for l in losses]).mean() if losses else None
+
+    def forward(self, batch: dict[str, Any]):
+        import torch
+
+        self.model.eval()
+        with torch.no_grad():
+            output, _ = self._run(batch, training=False)
+        return output if self.is_last else None
+
+    def clip_grad_norm(self, max_norm: float) -> None:
+        """Clip by the global norm over all stages, as ``clip_grad_norm_`` would on the whole model."""
+        import torch
+        import torch.distributed as dist
+
+        grads = [p.grad for p in self.parameters() if p.grad is not None]
+        local = torch.stack([g.detach().float().pow(2).sum() for g in grads]).sum() if grads else torch.zeros(())
+        total = local.to(self.device)
+        dist.all_reduce(total)
+        coef = torch.clamp(max_norm / (total.sqrt() + 1e-6), max=1.0)
+        for g in grads:
+            g.mul_(coef.to(g.device, g.dtype))
+
+    def share(self, obj: Any) -> Any:
+        """``obj`` as the last stage has it (metrics, predictions), on every rank."""
+        import torch.distributed as dist
+
+        box = [obj]
+        dist.broadcast_object_list(box, src=self.world - 1)
+        return box[0]
+
+    def close(self) -> None:
+        """Wait for every rank (rank 0 may still be writing), then leave the process group."""
+        import torch.distributed as dist
+
+        if dist.is_initialized():
+            dist.barrier()
+            dist.destroy_process_group()
+
+    def model_for_saving(self):
+        """The whole model on rank 0, each stage's trained parameters gathered from its rank."""
+        import torch.distributed as dist
+
+        state = {}
+        for key, value in self.module.state_dict().items():
+            _, part, rest = key.split(".", 2)  # parts.<module path with __>.<param>
+            state[f"{part.replace('__', '.')}.{rest}"] = value.detach().cpu()
+        gathered = [None] * self.world if self.is_writer else None
+        dist.gather_object(state, gathered, dst=0)
+        if self.is_writer:
+            merged = {k: v for part in gathered for k, v in part.items()}
+            result = self.model.load_state_dict(merged, strict=False)
+            assert not result.unexpected_keys, result.unexpected_keys
+        return self.model

@@ -1,0 +1,55 @@
+"""A model as stages: running its blocks in order, and checking they cover it exactly.
+
+The family's ``stage_blocks`` describe the model as an ordered list of ``Block``s; running
+them in sequence must give what the model's own forward gives, and every parameter must belong
+to exactly one block, or a stage would train a copy (or nothing). Both are checked here, and the
+pipeline backends build each stage from a slice of the same list.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from garden.errors import ConfigError
+from garden.hookspecs import Block
+
+
+def run_blocks(model: Any, blocks: Sequence[Block], *inputs: Any) -> Any:
+    """Carry ``inputs`` through ``blocks``; a one-tensor result is returned bare, like a forward."""
+    carry = tuple(inputs)
+    for block in blocks:
+        carry = block.run(model, *carry)
+        if not isinstance(carry, tuple):
+            raise ConfigError(f"stage block '{block.name}' returned {type(carry).__name__}; blocks return tuples")
+    return carry[0] if len(carry) == 1 else carry
+
+
+def block_parameters(model: Any, block: Block) -> dict[str, Any]:
+    """The named parameters a block owns (by module path)."""
+    owned = {}
+    for path in block.modules:
+        try:
+            module = model.get_submodule(path)
+        except AttributeError:
+            raise ConfigError(f"stage block '{block.name}' names module '{path}', which the model lacks") from None
+        for name, param in module.named_parameters(prefix=path):
+            owned[name] = param
+    return owned
+
+
+def check_coverage(model: Any, blocks: Sequence[Block]) -> None:
+    """Raise unless every parameter of ``model`` belongs to exactly one block.
+
+    Parameters shared by tied modules (an LM head tied to the embeddings) count once, by
+    identity, so a tied head may name its module without owning a second copy.
+    """
+    owner: dict[int, str] = {}
+    for block in blocks:
+        for name, param in block_parameters(model, block).items():
+            if id(param) in owner and owner[id(param)] != block.name and block.tied_to is None:
+                raise ConfigError(f"parameter {name} belongs to both block '{owner[id(param)]}' and '{block.name}'")
+            owner.setdefault(id(param), block.name)
+    missing = [n for n, p in model.named_parameters() if id(p) not in owner]
+    if missing:
+        more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
+        raise ConfigError(f"stage blocks leave parameters without a stage: {', '.join(missing[:3])}{more}")

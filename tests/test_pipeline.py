@@ -1,0 +1,88 @@
+"""The same stage plan runs for real under torchrun (gloo, one stage per process) and gives the
+local run's numbers: forward outputs, the loss, and the weights after a training step."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import garden_cli
+
+# AdamW's first step moves every weight by about lr * sign(gradient), so a gradient component
+# near zero turns float rounding (micro-batches sum in another order) into a difference of up to
+# lr; lr=1e-3 keeps the weights' tolerance at 1e-5 meaningful.
+ONE_STEP = ("model=vit", "task=classify", "preset=smoke", "weights=random", "trainer.max_steps=1",
+            "trainer.lr=0.001", "trainer.warmup_steps=0", "trainer.eval=false", "data.batch_size=8")
+
+
+def torchrun(nproc: int, *args: str, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
+    full_env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1", **(env or {})}
+    return subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}",
+         "-m", "garden", *args], cwd=cwd, env=full_env, capture_output=True, text=True, timeout=300)
+
+
+def saved(where: Path) -> tuple[dict, dict]:
+    from safetensors.torch import load_file
+
+    [run] = [p.parent for p in where.glob("outputs/*/*/metrics.json")]
+    return load_file(run / "model" / "model.safetensors"), json.loads((run / "metrics.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def local_step(tmp_path_factory):
+    where = tmp_path_factory.mktemp("local")
+    result = garden_cli(*ONE_STEP, "backend=local", cwd=where)
+    assert result.returncode == 0, result.output
+    return saved(where)
+
+
+@pytest.mark.parametrize("stages", [2, 3])
+def test_a_pipelined_training_step_equals_the_local_one(local_step, tmp_path, stages):
+    result = torchrun(stages, *ONE_STEP, "backend=pipeline", f"ipu.ipus_per_replica={stages}", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    weights, metrics = saved(tmp_path)
+    local_weights, local_metrics = local_step
+    assert metrics["backend"] == "pipeline"
+    assert weights.keys() == local_weights.keys()
+    for name, tensor in local_weights.items():
+        assert (weights[name] - tensor).abs().max().item() < 1e-5, name
+    assert abs(metrics["eval"]["loss"] - local_metrics["eval"]["loss"]) < 1e-5
+    assert metrics["eval"]["accuracy"] == local_metrics["eval"]["accuracy"]
+    assert len(list(tmp_path.glob("outputs/*/*"))) == 1, "only rank 0 writes"
+
+
+def test_pipelined_inference_predicts_what_the_local_model_predicts(tmp_path):
+    infer = ("model=vit", "task=classify", "mode=infer", "model.variant=tiny", "weights=random",
+             "data.limit=16", "data.eval_limit=16", "infer.precision=fp32")
+    (tmp_path / "local").mkdir(), (tmp_path / "piped").mkdir()
+    local = garden_cli(*infer, cwd=tmp_path / "local")
+    assert local.returncode == 0, local.output
+    piped = torchrun(2, *infer, "backend=pipeline", "ipu.micro_batches=2", cwd=tmp_path / "piped")
+    assert piped.returncode == 0, piped.stdout + piped.stderr
+
+    def predictions(where: Path) -> list[dict]:
+        return [json.loads(x) for x in next(where.glob("outputs/*/*/predictions.jsonl")).read_text().splitlines()]
+
+    a, b = predictions(tmp_path / "local"), predictions(tmp_path / "piped")
+    assert len(a) == len(b) == 16
+    for x, y in zip(a, b):
+        assert [p["label"] for p in x["predictions"]] == [p["label"] for p in y["predictions"]]
+        assert all(abs(p["score"] - q["score"]) < 1e-5 for p, q in zip(x["predictions"], y["predictions"]))
+
+
+def test_backend_pipeline_without_torchrun_says_how_to_start_it(cli):
+    result = cli(*ONE_STEP, "backend=pipeline")
+    assert result.returncode == 2
+    assert "needs torchrun" in result.stderr and "--nproc-per-node" in result.stderr
+
+
+def test_stages_that_do_not_match_the_process_count_name_both_numbers(tmp_path):
+    result = torchrun(2, *ONE_STEP, "backend=pipeline", "ipu.ipus_per_replica=3", cwd=tmp_path)
+    assert result.returncode != 0
+    assert "ipu.ipus_per_replica=3 stages but torchrun started 2 processes" in result.stderr
