@@ -26,6 +26,9 @@ Browse the registry:
   search TEXT            models whose name, description or tasks mention TEXT
   show NAME              everything about a model: variants, tasks, layouts, commands
   registry build|check   write / verify registry.json (the registry page's data)
+  push RUN_DIR org/name   upload a trained model folder to the Hub (one commit)
+  plan model=M [task=T] ipu.ipus_per_replica=N [ipu.layers_per_ipu=[...]] [ipu.cost=flops] [--json]
+                         the pipeline-stage plan: blocks, params, FLOPs, memory per stage
   registry serve [--port N]  the registry page on http://127.0.0.1:N (default 8000)
 
 Run a model (Hydra overrides; -m/--multirun sweeps comma lists):
@@ -151,6 +154,80 @@ def cmd_registry(args: argparse.Namespace) -> int:
     return 1 if problems else 0
 
 
+def cmd_push(args: argparse.Namespace) -> int:
+    """Upload a run's model folder to the Hub in one commit (creating the repo if needed)."""
+    from garden import hub
+    from garden.errors import WeightsError
+
+    folder = Path(args.run_dir)
+    if (folder / "model" / "config.json").exists():
+        folder = folder / "model"
+    if not (folder / "config.json").exists():
+        raise WeightsError(f"{args.run_dir} holds no model folder (config.json); pass a run directory "
+                           "(outputs/DATE/TIME) or its model/ folder")
+    url = hub.push(folder, args.repo_id, private=args.private)
+    print(f"pushed {folder} to {args.repo_id}: {url}")
+    return 0
+
+
+def cmd_plan(argv: list[str]) -> int:
+    """``plan model=M [task=T] ipu.ipus_per_replica=N [ipu.layers_per_ipu=[...]] [--json]``."""
+    from garden.planning import plan_run
+
+    as_json = "--json" in argv
+    prepared, stage_plan = plan_run([a for a in argv if a != "--json"])
+    summary = stage_plan.summary()
+    summary.update({"model": prepared.entry.name, "variant": prepared.variant.name,
+                    "task": prepared.task.name, "cost": prepared.cfg.ipu.cost})
+    if as_json:
+        print_json(summary)
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"{prepared.entry.name} ({prepared.variant.name}) · {prepared.task.name} · "
+                        f"{len(summary['stages'])} stages · cost={summary['cost']}")
+    for column in ("stage", "blocks", "layers", "params", "GFLOPs/sample", "memory", "cost share"):
+        table.add_column(column, justify="left" if column == "blocks" else "right")
+    for stage in summary["stages"]:
+        table.add_row(str(stage["index"]), compact(stage["blocks"]), str(stage["layers"]), human(stage["params"]),
+                      f"{stage['flops_per_sample'] / 1e9:.3f}", f"{stage['memory_bytes'] / 2**20:.0f} MiB",
+                      f"{stage['cost_share']:.1%}")
+    console = Console()
+    console.print(table)
+    console.print(f"layers_per_ipu={summary['layers_per_ipu']} · bottleneck / ideal = "
+                  f"{summary['bottleneck_ratio']:.3f}")
+    if summary["uniform_layers_per_ipu"] is not None:
+        console.print(f"count-uniform {summary['uniform_layers_per_ipu']}: bottleneck / ideal = "
+                      f"{summary['uniform_bottleneck_ratio']:.3f}")
+    console.print(f"pipeline bubble with {summary['micro_batches']} micro-batches: {summary['bubble']:.1%}")
+    return 0
+
+
+def compact(blocks: list[str]) -> str:
+    """``['embeddings', 'layer.0', 'layer.1', 'layer.2']`` -> ``'embeddings, layer.0-2'``."""
+    out: list[str] = []
+    run: list[str] = []
+
+    def flush() -> None:
+        if run:
+            out.append(run[0] if len(run) == 1 else f"{run[0]}-{run[-1].rsplit('.', 1)[1]}")
+            run.clear()
+
+    for name in blocks:
+        head, _, tail = name.rpartition(".")
+        if tail.isdigit() and run and run[-1].rpartition(".")[0] == head and int(run[-1].rpartition(".")[2]) + 1 == int(tail):
+            run.append(name)
+            continue
+        flush()
+        if tail.isdigit():
+            run.append(name)
+        else:
+            out.append(name)
+    flush()
+    return ", ".join(out)
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m garden", usage=USAGE, add_help=False)
     sub = p.add_subparsers(dest="command")
@@ -179,10 +256,15 @@ def parser() -> argparse.ArgumentParser:
     rg.add_argument("--path", default="registry.json")
     rg.add_argument("--port", type=int, default=8000)
     rg.set_defaults(func=cmd_registry)
+    pu = sub.add_parser("push")
+    pu.add_argument("run_dir")
+    pu.add_argument("repo_id")
+    pu.add_argument("--private", action="store_true")
+    pu.set_defaults(func=cmd_push)
     return p
 
 
-COMMANDS = {"list", "search", "show", "registry"}
+COMMANDS = {"list", "search", "show", "registry", "push"}
 
 
 def run_hydra(argv: list[str]) -> int:
@@ -206,8 +288,11 @@ def run_hydra(argv: list[str]) -> int:
     def job(cfg: Any) -> Any:
         from hydra.core.hydra_config import HydraConfig
 
+        from garden.runs import command_line
+
+        hydra_cfg = HydraConfig.get()
         try:
-            return execute(cfg, Path(HydraConfig.get().runtime.output_dir))
+            return execute(cfg, Path(hydra_cfg.runtime.output_dir), command=command_line(hydra_cfg.overrides.task))
         except GardenError as err:
             print(f"error: {err}", file=sys.stderr)
             raise SystemExit(2) from None
@@ -232,6 +317,8 @@ def main(argv: list[str] | None = None) -> int:
         if not argv or argv[0] in ("-h", "--help", "help"):
             print(USAGE)
             return 0
+        if argv[0] == "plan":
+            return cmd_plan(argv[1:])
         if argv[0] in COMMANDS:
             args = parser().parse_args(argv)
             return args.func(args)

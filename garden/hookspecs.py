@@ -65,6 +65,18 @@ class GardenSpec:
         Example return value: ``"pkg://garden_vit.conf"``
         """
 
+    @hookspec
+    def garden_checkpoint_keys(self, model: str, keys: "list[str]") -> "dict[str, str] | None":
+        """Rename checkpoint tensors this plugin knows onto ``model``'s parameter names.
+
+        Called before loading a checkpoint for ``model`` (every plugin is asked; answer only for
+        your own models, return ``None`` otherwise). ``keys`` are the checkpoint's tensor names.
+        Use it for older or converted checkpoints whose names differ from the model's.
+
+        Example return value: ``{"bert.encoder.layer.0.attention.self.q.weight":
+        "bert.encoder.layer.0.attention.self.query.weight"}``
+        """
+
 
 @dataclass(frozen=True)
 class BuildSpec:

@@ -90,3 +90,55 @@ def plan_for(prepared: Any, model: Any, sample_batch: dict[str, Any], *, trainin
     if ipus > 1 and n_layers >= ipus:
         uniform = plan_stages(costs, uniform_layers(n_layers, ipus), model=prepared.entry.name)
     return StagePlan(plan, blocks, profiles, ipu, uniform, cfg.ipu.micro_batches)
+
+
+def plan_run(overrides: list[str]) -> tuple[Any, StagePlan]:
+    """What ``python -m garden plan ...`` shows: the composed run's model, planned as configured.
+
+    The task defaults to the model's first; the model is the configured variant with random
+    weights (planning needs shapes, not trained values). With ``ipu.cost=params`` it is built on
+    the meta device, so even the largest variant plans in a moment.
+    """
+    import dataclasses
+
+    import torch
+
+    from garden import registry
+    from garden.config import choices, compose
+    from garden.runs import prepare
+
+    picked = choices(overrides)
+    extra = []
+    if "task" not in picked and "model" in picked:
+        extra.append(f"task={registry.get(picked['model']).tasks[0]}")
+    if "weights" not in picked:
+        extra.append("weights=random")
+    cfg = compose([*overrides, *extra])
+    prepared = prepare(cfg)
+    spec = dataclasses.replace(prepared.spec, weights_dir=None)
+    sample = prepared.data.collate([prepared.data.eval[0]])
+    if cfg.ipu.cost == "params":
+        with torch.device("meta"):
+            model = prepared.family.build(spec)
+        return prepared, plan_for_params(prepared, model, training=cfg.mode == "train")
+    model = prepared.family.build(spec)
+    return prepared, plan_for(prepared, model, sample, training=cfg.mode == "train")
+
+
+def plan_for_params(prepared: Any, model: Any, *, training: bool) -> StagePlan:
+    """A plan weighed by parameter counts alone: no forward pass, so a meta-device model will do."""
+    from garden.partition.profile import BlockProfile, _unique_params
+
+    cfg = prepared.cfg
+    ipu = optimum_ipu_config(cfg.ipu)
+    layers, ipus = training_layout(ipu) if training else inference_layout(ipu)
+    blocks = prepared.family.stage_blocks(model, prepared.task.name)
+    seen: set[int] = set()
+    profiles = [BlockProfile(b.name, b.kind, _unique_params(model, b, seen), 0.0, 0.0, 0.0, b.tied_to) for b in blocks]
+    costs = block_costs(profiles, "params", training=training)
+    plan = plan_stages(costs, layers, model=prepared.entry.name, n_stages=ipus,
+                       memory_budget=parse_bytes(cfg.ipu.memory_budget))
+    n_layers = sum(b.kind == "layer" for b in blocks)
+    uniform = plan_stages(costs, uniform_layers(n_layers, ipus), model=prepared.entry.name) \
+        if ipus > 1 and n_layers >= ipus else None
+    return StagePlan(plan, blocks, profiles, ipu, uniform, cfg.ipu.micro_batches)

@@ -51,6 +51,12 @@ class Discovery:
 
     plugins: list[PluginInfo]
     entries: dict[str, ModelEntry]
+    manager: pluggy.PluginManager
+
+    @property
+    def hook(self) -> Any:
+        """The loaded plugins' hooks, e.g. ``discover().hook.garden_checkpoint_keys(...)``."""
+        return self.manager.hook
 
     @property
     def failures(self) -> list[PluginInfo]:
@@ -171,4 +177,4 @@ def discover() -> Discovery:
         for entry in contributed:
             entries[entry.name] = dataclasses.replace(entry, plugin=dist, plugin_version=version)
         info.models = [e.name for e in contributed]
-    return Discovery(plugins=plugins, entries=entries)
+    return Discovery(plugins=plugins, entries=entries, manager=pm)

@@ -36,6 +36,7 @@ class Prepared:
     data: TaskData
     weights_origin: str
     notes: list[str] = field(default_factory=list)
+    command: str | None = None
 
 
 def family_of(entry: ModelEntry) -> ModelFamily:
@@ -80,6 +81,7 @@ def prepare(cfg: Any, *, load_data: bool = True) -> Prepared:
     data = task.load(cfg, preprocessor) if load_data else None
     if data is not None:
         spec = dataclasses.replace(spec, labels=data.labels, options={**spec.options, **data.info})
+        notes += data.notes
     torch.manual_seed(cfg.seed)
     return Prepared(cfg, entry, variant, family, task, spec, preprocessor, data, weights.origin, notes)
 
@@ -111,19 +113,30 @@ def run(overrides_or_cfg: Any, output_dir: str | Path | None = None) -> dict[str
     """Run a composed config (or a list of overrides) and return its metrics."""
     from garden.config import compose
 
-    cfg = compose(list(overrides_or_cfg)) if isinstance(overrides_or_cfg, (list, tuple)) else overrides_or_cfg
+    command = None
+    if isinstance(overrides_or_cfg, (list, tuple)):
+        command = command_line(overrides_or_cfg)
+        overrides_or_cfg = compose(list(overrides_or_cfg))
     if output_dir is None:
         output_dir = Path("outputs") / time.strftime("%Y-%m-%d") / time.strftime("%H-%M-%S")
-    return execute(cfg, Path(output_dir))
+    return execute(overrides_or_cfg, Path(output_dir), command=command)
 
 
-def execute(cfg: Any, output_dir: Path) -> dict[str, Any]:
+def command_line(overrides: Any) -> str:
+    """The ``python -m garden ...`` line that reproduces a run from its overrides."""
+    import shlex
+
+    return "python -m garden " + " ".join(shlex.quote(o) for o in overrides)
+
+
+def execute(cfg: Any, output_dir: Path, *, command: str | None = None) -> dict[str, Any]:
     """Prepare, pick the backend, and train or infer; writes everything under ``output_dir``."""
     from garden.backends import select_backend
     from garden.trainer import infer, train
 
     output_dir.mkdir(parents=True, exist_ok=True)
     prepared = prepare(cfg)
+    prepared.command = command
     backend = select_backend(cfg, prepared)
     try:
         if cfg.mode == "infer":

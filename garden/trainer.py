@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +73,21 @@ def evaluate(prepared: Prepared, backend: Any, bar: Progress | None = None) -> d
     return backend.share(prepared.task.evaluate(outputs, batches) if outputs else None) or {}
 
 
+def announce(prepared: Prepared, backend: Any) -> None:
+    """The run's notes, the weights' load summary and a one-line header, from the writing process."""
+    if not backend.is_writer:
+        return
+    for note in prepared.notes:
+        console.print(f"[yellow]note:[/] {note}")
+    loaded = getattr(getattr(backend, "model", None), "garden_load_summary", None)
+    if loaded:
+        console.print(f"weights: {loaded}")
+    data = prepared.data
+    console.print(f"[bold]{prepared.entry.name}[/] ({prepared.variant.name}) · task {prepared.task.name} · "
+                  f"data {data.source}: {len(data.train)} train / {len(data.eval)} eval · "
+                  f"weights {prepared.weights_origin} · backend {backend.name} · precision {backend.precision}")
+
+
 def train(prepared: Prepared, backend: Any, output_dir: Path, *, evaluate_only: bool = False) -> dict[str, Any]:
     import torch
 
@@ -81,22 +97,22 @@ def train(prepared: Prepared, backend: Any, output_dir: Path, *, evaluate_only: 
     if tcfg.threads:
         torch.set_num_threads(tcfg.threads)
     backend.precision = tcfg.precision
-    say = console.print if backend.is_writer else (lambda *a, **k: None)
-    for note in prepared.notes:
-        say(f"[yellow]note:[/] {note}")
-    say(f"[bold]{prepared.entry.name}[/] ({prepared.variant.name}) · task {task.name} · "
-        f"data {data.source}: {len(data.train)} train / {len(data.eval)} eval · weights {prepared.weights_origin} · "
-        f"backend {backend.name}")
+    announce(prepared, backend)
 
     history: list[dict[str, Any]] = []
     steps_done, samples, seconds = 0, 0, 0.0
     if not evaluate_only:
-        train_loader = loader(data.train, data.collate, cfg.data.batch_size, shuffle=True, seed=cfg.seed,
+        train_loader = loader(data.train, data.collate, cfg.data.batch_size, shuffle=task.shuffle_train, seed=cfg.seed,
                               workers=cfg.data.num_workers)
         per_epoch = len(train_loader)
         total = tcfg.max_steps if tcfg.max_steps is not None else max(1, math.ceil(tcfg.epochs * per_epoch))
         optimizer = torch.optim.AdamW(backend.parameters(), lr=tcfg.lr, weight_decay=tcfg.weight_decay)
         scheduler = schedule(optimizer, tcfg.scheduler, tcfg.warmup_steps, total)
+        # A backend that ``steps_optimizer`` (ipu: poptorch updates the weights on the device)
+        # follows this optimizer's settings and scheduled lr; the loop then neither clips nor steps.
+        steps_itself = getattr(backend, "steps_optimizer", False)
+        if steps_itself:
+            backend.follow_optimizer(optimizer, max_grad_norm=tcfg.grad_clip)
         epoch = 0
         with progress(quiet) as bar:
             job = bar.add_task("train", total=total, info="")
@@ -106,10 +122,13 @@ def train(prepared: Prepared, backend: Any, output_dir: Path, *, evaluate_only: 
                 for batch in train_loader:
                     start = time.perf_counter()
                     loss = backend.train_step(batch)
-                    if tcfg.grad_clip:
-                        backend.clip_grad_norm(tcfg.grad_clip)
-                    optimizer.step()
-                    scheduler.step()
+                    if not steps_itself:
+                        if tcfg.grad_clip:
+                            backend.clip_grad_norm(tcfg.grad_clip)
+                        optimizer.step()
+                    with warnings.catch_warnings():  # steps_itself: no host optimizer.step() precedes it
+                        warnings.filterwarnings("ignore", "Detected call of `lr_scheduler.step", UserWarning)
+                        scheduler.step()
                     optimizer.zero_grad(set_to_none=True)
                     seconds += time.perf_counter() - start
                     samples += len(next(iter(v for v in batch.values() if hasattr(v, "__len__"))))
@@ -150,13 +169,16 @@ def train(prepared: Prepared, backend: Any, output_dir: Path, *, evaluate_only: 
     if backend.is_writer:
         write_json(output_dir / "metrics.json", metrics)
         if model is not None:
-            save_model(prepared, model, output_dir / "model")
+            save_model(prepared, model, output_dir / "model", metrics, getattr(backend, "stage_plan", None))
         summary(metrics, output_dir)
     return metrics
 
 
-def save_model(prepared: Prepared, model: Any, folder: Path) -> None:
-    """The trained model as a Hub-format folder (``save_pretrained``, safetensors)."""
+def save_model(prepared: Prepared, model: Any, folder: Path, metrics: dict[str, Any], stage_plan: Any = None) -> None:
+    """The trained model as a Hub-ready folder: ``save_pretrained`` (safetensors), the
+    preprocessor, a model card and ``ipu_config.json``; swapped in whole, never half-written."""
+    from garden.modelcard import write_run_files
+
     import shutil
     import tempfile
 
@@ -164,6 +186,7 @@ def save_model(prepared: Prepared, model: Any, folder: Path) -> None:
     staging = Path(tempfile.mkdtemp(dir=folder.parent, prefix=".model."))
     try:
         prepared.family.save(model, prepared.preprocessor, staging)
+        write_run_files(staging, prepared, metrics, prepared.command, stage_plan)
         if folder.exists():
             shutil.rmtree(folder)
         staging.rename(folder)
@@ -188,10 +211,8 @@ def summary(metrics: dict[str, Any], output_dir: Path) -> None:
 def infer(prepared: Prepared, backend: Any, output_dir: Path) -> dict[str, Any]:
     """Predictions for ``infer.inputs`` (or the held-out split), written to predictions.jsonl."""
     cfg, task, data = prepared.cfg, prepared.task, prepared.data
-    backend.precision = resolve_precision(cfg.infer.precision)
-    for note in prepared.notes:
-        if backend.is_writer:
-            console.print(f"[yellow]note:[/] {note}")
+    backend.precision = resolve_precision(cfg.infer.precision, allow_bf16=task.bf16_inference)
+    announce(prepared, backend)
     examples = task.load_inputs(cfg.infer.inputs, prepared.preprocessor, data) if cfg.infer.inputs else data.eval
     rows: list[dict] = []
     batches = loader(examples, data.collate, cfg.data.eval_batch_size or cfg.data.batch_size, shuffle=False,
@@ -234,13 +255,23 @@ def show_predictions(rows: list[dict]) -> None:
     Console().print(table)
 
 
-def resolve_precision(precision: str) -> str:
-    """``auto`` is bf16 where the CPU or GPU computes it natively, else fp32."""
+def resolve_precision(precision: str, *, allow_bf16: bool = True) -> str:
+    """``auto`` is bf16 where the CPU or GPU computes it natively (and the task allows), else fp32."""
     if precision != "auto":
         return precision
+    if not allow_bf16:
+        return "fp32"
     import torch
 
     if torch.cuda.is_available():
         return "bf16" if torch.cuda.is_bf16_supported() else "fp32"
-    capability = getattr(torch.backends.cpu, "get_cpu_capability", lambda: "")()
-    return "bf16" if capability in ("AVX512", "AMX") or "amx" in capability.lower() else "fp32"
+    return "bf16" if cpu_has_native_bf16() else "fp32"
+
+
+def cpu_has_native_bf16() -> bool:
+    """Whether this CPU multiplies bf16 in hardware (AMX or AVX512-BF16), where bf16 pays off."""
+    try:
+        flags = Path("/proc/cpuinfo").read_text().split()
+    except OSError:
+        return False
+    return "amx_bf16" in flags or "avx512_bf16" in flags

@@ -12,6 +12,11 @@ Every backend offers the same small surface to the trainer::
     model_for_saving()      the whole model, on the writing process (collective: all call it)
     close()                 release devices and process groups at the end of a run
     is_writer               whether this process writes outputs
+
+A backend that applies the optimizer itself (``ipu``: poptorch updates the weights inside the
+compiled step) sets ``steps_optimizer = True`` and offers ``follow_optimizer(optimizer,
+max_grad_norm)``: the trainer hands it its optimizer (settings and scheduled learning rate) and
+then neither clips nor steps; ``train_step`` returns the loss after the update.
 """
 
 from __future__ import annotations

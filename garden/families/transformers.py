@@ -25,6 +25,14 @@ def transformers_class(name: str) -> Any:
     return getattr(transformers, name)
 
 
+def preprocessor_class(name: str) -> Any:
+    """The PIL-backed twin of an image processor where transformers has one (``ViTImageProcessorPil``):
+    the default backend wants torchvision, which cannot sit beside a CPU build of torch."""
+    import transformers
+
+    return getattr(transformers, f"{name}Pil", None) or getattr(transformers, name)
+
+
 def submodule_path(model: Any, *candidates: str) -> str:
     """The first of ``candidates`` that ``model`` has: module layouts move between transformers
     releases (ViT's ``vit.encoder.layer`` became ``vit.layers``), checkpoints keep loading."""
@@ -65,14 +73,39 @@ class TransformersFamily(ModelFamily):
         kwargs = {"attn_implementation": self.attn_implementation} if self.attn_implementation else {}
         if spec.weights_dir is None:
             return head._from_config(config, **kwargs)
-        return head.from_pretrained(
-            spec.weights_dir, config=config, ignore_mismatched_sizes=True, use_safetensors=True, **kwargs
-        )
+        return self.load(head, config, spec, **kwargs)
+
+    def load(self, head: Any, config: Any, spec: BuildSpec, **kwargs: Any) -> Any:
+        """``from_pretrained`` with the plugins' key renames, a summary line and strict shapes.
+
+        The summary is left on the model as ``garden_load_summary`` for the run to print.
+        """
+        from transformers.utils import logging as hf_logging
+
+        from garden import weights
+
+        source: Any = spec.weights_dir
+        renames = weights.key_renames(spec.entry.name, weights.checkpoint_keys(spec.weights_dir))
+        if renames:  # transformers takes a renamed state dict only without a path
+            source, kwargs["state_dict"] = None, weights.renamed_state_dict(spec.weights_dir, renames)
+        verbosity = hf_logging.get_verbosity()
+        hf_logging.set_verbosity_error()  # garden prints its own one-line report
+        try:
+            model, info = head.from_pretrained(source, config=config, ignore_mismatched_sizes=True,
+                                               use_safetensors=True, output_loading_info=True, **kwargs)
+        finally:
+            hf_logging.set_verbosity(verbosity)
+        try:
+            heads = [m for b in self.stage_blocks(model, spec.task) if b.kind == "head" for m in b.modules]
+        except NotImplementedError:
+            heads = []
+        model.garden_load_summary = weights.load_summary(info, model, heads, str(spec.weights_dir))
+        return model
 
     def preprocessor(self, spec: BuildSpec) -> Any:
         if not self.preprocessor_class:
             return None
-        cls = transformers_class(self.preprocessor_class)
+        cls = preprocessor_class(self.preprocessor_class)
         if spec.weights_dir is not None and any(
             (Path(spec.weights_dir) / f).exists() for f in ("preprocessor_config.json", "tokenizer_config.json")
         ):
@@ -81,7 +114,7 @@ class TransformersFamily(ModelFamily):
 
     def default_preprocessor(self, spec: BuildSpec) -> Any:
         """The preprocessor for a model without a checkpoint (random init)."""
-        return transformers_class(self.preprocessor_class)()
+        return preprocessor_class(self.preprocessor_class)()
 
     def save(self, model: Any, preprocessor: Any, folder: Path) -> None:
         model.save_pretrained(folder, safe_serialization=True)

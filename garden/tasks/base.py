@@ -23,6 +23,8 @@ class TaskData:
     labels: tuple[str, ...] | None = None
     info: dict[str, Any] = field(default_factory=dict)
     source: str = ""
+    #: one-line notes for the user about the data (examples truncated, events re-sorted, ...)
+    notes: list[str] = field(default_factory=list)
 
 
 class Task:
@@ -37,6 +39,10 @@ class Task:
     metric = "accuracy"
     #: whether a larger ``metric`` is better (accuracy) or worse (loss, WER, MAE)
     greater_is_better = True
+    #: whether training batches are shuffled (a stream of timestamped events keeps its order)
+    shuffle_train = True
+    #: whether ``infer.precision=auto`` may pick bf16 (classification: yes; fine regression: no)
+    bf16_inference = True
 
     def __init__(self, family: Any):
         self.family = family

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from garden.families.transformers import TransformersFamily, submodule_path, transformers_class
+from garden.families.transformers import TransformersFamily, preprocessor_class, submodule_path
 from garden.hookspecs import Block, BuildSpec
 
 
@@ -20,7 +20,7 @@ class ViT(TransformersFamily):
 
     def default_preprocessor(self, spec: BuildSpec) -> Any:
         size = self.config(spec).image_size
-        return transformers_class(self.preprocessor_class)(
+        return preprocessor_class(self.preprocessor_class)(
             size={"height": size, "width": size}, image_mean=[0.5] * 3, image_std=[0.5] * 3
         )
 

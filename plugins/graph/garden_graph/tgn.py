@@ -1,0 +1,153 @@
+"""Temporal Graph Network (Rossi et al., 2020), after PyG's examples/tgn.py.
+
+A batch is a set of timestamped events ``(src, dst, t, msg)`` with one sampled negative
+destination each. The model scores each event's true and negative link from node embeddings:
+each node's memory (``TGNMemory``: a GRU state per node, fed by identity messages and the last
+message per node) refined by graph attention (``TransformerConv``) over its most recent
+neighbours, whose edges carry the message and the encoded age of the event.
+
+State: the memory and the recent-neighbour table are buffers (saved with the weights). A
+*training* step reads them for its nodes, then writes its own events into both (without
+gradient, as the example's ``memory.detach()`` does), so the next step sees them. Eval and
+infer only read: evaluating twice gives the same numbers, and held-out events never leak into
+the state the model trains on. Leaving training flushes the pending messages into the memory.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import nn
+from torch_geometric.nn import TransformerConv
+from torch_geometric.nn.models.tgn import IdentityMessage, LastAggregator, TGNMemory, TimeEncoder
+
+from garden.hookspecs import Block
+from garden_graph.family import GraphFamily
+
+
+class Memory(TGNMemory):
+    """TGNMemory whose flush on leaving training records no gradient (it only moves state)."""
+
+    def train(self, mode: bool = True):
+        with torch.no_grad():
+            return super().train(mode)
+
+
+class RecentNeighbours(nn.Module):
+    """The ``size`` most recent events of every node: who, when, and the event's message."""
+
+    def __init__(self, num_nodes: int, size: int, msg_dim: int):
+        super().__init__()
+        self.register_buffer("neighbours", torch.full((num_nodes, size), -1, dtype=torch.long))
+        self.register_buffer("times", torch.full((num_nodes, size), float("-inf")))
+        self.register_buffer("messages", torch.zeros(num_nodes, size, msg_dim))
+
+    def gather(self, nodes: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        """The subgraph of ``nodes`` and their neighbours: sorted node ids, local edges, edge times, messages."""
+        neighbours, valid = self.neighbours[nodes], self.neighbours[nodes] >= 0
+        centre = nodes.view(-1, 1).expand_as(neighbours)[valid]
+        n_id = torch.cat([nodes, neighbours[valid]]).unique()
+        edge_index = torch.stack([torch.searchsorted(n_id, neighbours[valid]), torch.searchsorted(n_id, centre)])
+        return n_id, edge_index, self.times[nodes][valid], self.messages[nodes][valid]
+
+    def insert(self, src: torch.Tensor, dst: torch.Tensor, t: torch.Tensor, msg: torch.Tensor) -> None:
+        """Add each event to both endpoints' lists, keeping the latest ``size`` by time."""
+        nodes, others = torch.cat([src, dst]), torch.cat([dst, src])
+        times, messages = torch.cat([t, t]).to(self.times.dtype), torch.cat([msg, msg])
+        touched, inverse = nodes.unique(return_inverse=True)
+        counts = torch.bincount(inverse, minlength=len(touched))
+        order = torch.argsort(inverse, stable=True)
+        row = inverse[order]
+        slot = torch.arange(len(row), device=row.device) - (counts.cumsum(0) - counts)[row]
+        width = int(counts.max())
+        new_n = torch.full((len(touched), width), -1, dtype=torch.long, device=row.device)
+        new_t = torch.full((len(touched), width), float("-inf"), device=row.device)
+        new_m = messages.new_zeros(len(touched), width, messages.shape[-1])
+        new_n[row, slot], new_t[row, slot], new_m[row, slot] = others[order], times[order], messages[order]
+        all_t = torch.cat([self.times[touched], new_t], 1)
+        keep = all_t.topk(self.neighbours.shape[1], dim=1).indices
+        self.times[touched] = all_t.gather(1, keep)
+        self.neighbours[touched] = torch.cat([self.neighbours[touched], new_n], 1).gather(1, keep)
+        all_m = torch.cat([self.messages[touched], new_m], 1)
+        self.messages[touched] = all_m.gather(1, keep.unsqueeze(-1).expand(-1, -1, all_m.shape[-1]))
+
+
+class LinkPredictor(nn.Module):
+    def __init__(self, channels: int):
+        super().__init__()
+        self.lin_src, self.lin_dst, self.lin_final = nn.Linear(channels, channels), nn.Linear(channels, channels), nn.Linear(channels, 1)
+
+    def forward(self, z_src: torch.Tensor, z_dst: torch.Tensor) -> torch.Tensor:
+        return self.lin_final((self.lin_src(z_src) + self.lin_dst(z_dst)).relu()).squeeze(-1)
+
+
+class TGNNet(nn.Module):
+    def __init__(self, num_nodes: int, msg_dim: int, memory_dim: int, time_dim: int, embedding_dim: int,
+                 layers: int, neighbours: int):
+        super().__init__()
+        self.memory = Memory(num_nodes, msg_dim, memory_dim, time_dim,
+                             message_module=IdentityMessage(msg_dim, memory_dim, time_dim),
+                             aggregator_module=LastAggregator())
+        self.neighbours = RecentNeighbours(num_nodes, neighbours, msg_dim)
+        self.time_encoder = TimeEncoder(time_dim)
+        widths = [memory_dim] + [embedding_dim] * layers
+        self.convs = nn.ModuleList(
+            TransformerConv(widths[i], embedding_dim // 2, heads=2, dropout=0.1, edge_dim=msg_dim + time_dim)
+            for i in range(layers)
+        )
+        self.link_predictor = LinkPredictor(embedding_dim)
+
+    def encode_events(self, src, dst, neg_dst, t, msg) -> tuple[torch.Tensor, ...]:
+        """The events' neighbourhood: node ids, local edges, and each edge's encoded age and message."""
+        n_id, edge_index, edge_t, edge_msg = self.neighbours.gather(torch.cat([src, dst, neg_dst]).unique())
+        age = (t.max().to(edge_t.dtype) - edge_t).to(edge_msg.dtype)
+        edge_attr = torch.cat([self.time_encoder(age), edge_msg], dim=-1)
+        return src, dst, neg_dst, t, msg, n_id, edge_index, edge_attr
+
+    def read_memory(self, src, dst, neg_dst, t, msg, n_id, edge_index, edge_attr) -> tuple[torch.Tensor, ...]:
+        """The nodes' memory; a training step then writes its own events into memory and neighbours."""
+        h, _ = self.memory(n_id)
+        if self.training:
+            with torch.no_grad():
+                self.memory.update_state(src, dst, t, msg)
+                self.neighbours.insert(src, dst, t, msg)
+        return src, dst, neg_dst, n_id, edge_index, edge_attr, h
+
+    def attend(self, i: int, src, dst, neg_dst, n_id, edge_index, edge_attr, h) -> tuple[torch.Tensor, ...]:
+        return src, dst, neg_dst, n_id, edge_index, edge_attr, self.convs[i](h, edge_index, edge_attr)
+
+    def score(self, src, dst, neg_dst, n_id, edge_index, edge_attr, h) -> torch.Tensor:
+        """Logits of the true links, then of the sampled negatives."""
+        z_src = h[torch.searchsorted(n_id, src)]
+        pos = self.link_predictor(z_src, h[torch.searchsorted(n_id, dst)])
+        neg = self.link_predictor(z_src, h[torch.searchsorted(n_id, neg_dst)])
+        return torch.cat([pos, neg])
+
+    def forward(self, src, dst, neg_dst, t, msg) -> torch.Tensor:
+        carry = self.read_memory(*self.encode_events(src, dst, neg_dst, t, msg))
+        for i in range(len(self.convs)):
+            carry = self.attend(i, *carry)
+        return self.score(*carry)
+
+
+class TGN(GraphFamily):
+    tasks = {"link-predict": "garden_graph.events:LinkPrediction"}
+    defaults = {"num_nodes": 0, "msg_dim": 0, "memory_dim": 100, "time_dim": 100, "embedding_dim": 100,
+                "layers": 1, "neighbours": 10}
+
+    def network(self, config: dict[str, Any]) -> nn.Module:
+        return TGNNet(**config)
+
+    def stage_blocks(self, model: Any, task: str) -> list[Block]:
+        """Event encoder (edge ages), the memory (which owns the state), attention layers, link predictor."""
+
+        def layer(i: int) -> Block:
+            return Block(f"attention.{i}", "layer", (f"convs.{i}",), lambda m, *c: m.attend(i, *c))
+
+        return [
+            Block("events", "embedding", ("time_encoder",), lambda m, *c: m.encode_events(*c)),
+            Block("memory", "layer", ("memory", "neighbours"), lambda m, *c: m.read_memory(*c)),
+            *[layer(i) for i in range(len(model.convs))],
+            Block("link_predictor", "head", ("link_predictor",), lambda m, *c: (m.score(*c),)),
+        ]
