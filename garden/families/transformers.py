@@ -65,6 +65,10 @@ class TransformersFamily(ModelFamily):
             config.label2id = {label: i for i, label in enumerate(spec.labels)}
         for key, value in spec.options.get("config", {}).items():
             setattr(config, key, value)
+        if spec.options.get("dropout") is not None:  # model.options.dropout=0: every dropout rate at once
+            for key, value in list(vars(config).items()):
+                if isinstance(value, float) and ("dropout" in key or key.endswith("pdrop") or key == "layerdrop"):
+                    setattr(config, key, float(spec.options["dropout"]))
         return config
 
     def build(self, spec: BuildSpec) -> Any:

@@ -31,7 +31,11 @@ def block_parameters(model: Any, block: Block) -> dict[str, Any]:
         try:
             module = model.get_submodule(path)
         except AttributeError:
-            raise ConfigError(f"stage block '{block.name}' names module '{path}', which the model lacks") from None
+            try:  # a bare parameter, such as wav2vec2's masked_spec_embed
+                owned[path] = model.get_parameter(path)
+                continue
+            except AttributeError:
+                raise ConfigError(f"stage block '{block.name}' names module '{path}', which the model lacks") from None
         for name, param in module.named_parameters(prefix=path):
             owned[name] = param
     return owned

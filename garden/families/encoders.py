@@ -1,0 +1,116 @@
+"""Encoder models (BERT, RoBERTa, CamemBERT, DeBERTa): one family shape, a few class attributes.
+
+They share a stage layout (embeddings -> ``encoder.layer[i]`` -> a task head) and a tokenizer
+story: a checkpoint brings its own tokenizer; without one (``weights=random``) garden trains a
+real one of the family's kind on its shipped text (cached), so a tiny model trains offline::
+
+    class BERT(EncoderFamily):
+        config_class = "BertConfig"
+        base = "bert"
+        heads = {"classify": "BertForSequenceClassification", "mlm": "BertForMaskedLM", ...}
+
+Blocks carry ``(hidden_states, attention_mask)``; each layer block rebuilds the attention mask
+from the 2-D mask with the model's own function, so running the blocks computes exactly what
+the model's forward does.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from garden.families.transformers import TransformersFamily
+from garden.hookspecs import Block, BuildSpec
+from garden.text import BERT_TEMPLATE, BERT_TOKENS, default_data, trained_tokenizer
+
+TEXT_TASKS = {
+    "classify": "garden.tasks.text:SequenceClassification",
+    "token-classify": "garden.tasks.text:TokenClassification",
+    "qa": "garden.tasks.text:QuestionAnswering",
+    "mlm": "garden.tasks.text:MaskedLM",
+}
+
+
+def qa_logits(logits: Any) -> tuple[Any, Any]:
+    """Start and end logits, split as the ``*ForQuestionAnswering`` heads split them."""
+    start, end = logits.split(1, dim=-1)
+    return start.squeeze(-1).contiguous(), end.squeeze(-1).contiguous()
+
+
+class EncoderFamily(TransformersFamily):
+    #: the attribute holding the encoder in every head class (``model.bert``)
+    base = "bert"
+    preprocessor_class = "AutoTokenizer"
+    #: the tensors the model reads, in the order the first stage receives them
+    text_inputs: tuple[str, ...] = ("input_ids", "attention_mask")
+    #: the tokenizer garden trains when there is no checkpoint
+    tokenizer_kind = "wordpiece"
+    special_tokens = BERT_TOKENS
+    template = BERT_TEMPLATE
+    lowercase = False
+    tokenizer_vocab_size = 1000
+    #: positions the model reserves beyond its longest input (RoBERTa's padding offset)
+    position_offset = 0
+    #: task -> shipped dataset, where the family's default differs from the task's
+    default_data: dict[str, str] = {}
+    corpus = ("sst2_like.jsonl", "conll_like.jsonl", "squad_like.json", "lm_corpus.txt")
+
+    def default_preprocessor(self, spec: BuildSpec) -> Any:
+        config = self.config(spec)
+        return trained_tokenizer(
+            self.tokenizer_kind, self.special_tokens, min(self.tokenizer_vocab_size, config.vocab_size),
+            [default_data(name) for name in self.corpus], template=self.template, lowercase=self.lowercase,
+            model_max_length=config.max_position_embeddings - self.position_offset,
+        )
+
+    # -- stage layout ----------------------------------------------------------------------
+
+    def stage_blocks(self, model: Any, task: str) -> list[Block]:
+        """Embeddings, one block per encoder layer, then the task's head."""
+        encoder = getattr(model, self.base).encoder
+        return [self.embedding_block(model), *[self.layer_block(model, i) for i in range(len(encoder.layer))],
+                self.head_block(task)]
+
+    def embedding_block(self, model: Any) -> Block:
+        base = self.base
+
+        def run(m: Any, input_ids: Any, attention_mask: Any, token_type_ids: Any = None) -> tuple:
+            return getattr(m, base).embeddings(input_ids=input_ids, token_type_ids=token_type_ids), attention_mask
+
+        return Block("embeddings", "embedding", (f"{base}.embeddings",), run)
+
+    def layer_block(self, model: Any, i: int) -> Block:
+        from transformers.masking_utils import create_bidirectional_mask
+
+        base = self.base
+
+        def run(m: Any, hidden: Any, attention_mask: Any) -> tuple:
+            mask = create_bidirectional_mask(config=m.config, inputs_embeds=hidden, attention_mask=attention_mask)
+            out = getattr(m, base).encoder.layer[i](hidden, mask)
+            return (out[0] if isinstance(out, tuple) else out), attention_mask
+
+        return Block(f"layer.{i}", "layer", (f"{base}.encoder.layer.{i}",), run)
+
+    def head_block(self, task: str) -> Block:
+        modules, head = self.head(task)
+
+        def run(m: Any, hidden: Any, *carried: Any) -> tuple:
+            out = head(m, hidden)
+            return out if isinstance(out, tuple) else (out,)
+
+        tied = "embeddings" if task == "mlm" else None
+        return Block("head", "head", modules, run, tied_to=tied)
+
+    def head(self, task: str) -> tuple[tuple[str, ...], Callable[[Any, Any], Any]]:
+        """The head's modules and its function of the last hidden states, as the head class runs it."""
+        if task == "classify":
+            return (f"{self.base}.pooler", "dropout", "classifier"), \
+                lambda m, h: m.classifier(m.dropout(getattr(m, self.base).pooler(h)))
+        if task == "token-classify":
+            return ("dropout", "classifier"), lambda m, h: m.classifier(m.dropout(h))
+        if task == "qa":
+            return ("qa_outputs",), lambda m, h: qa_logits(m.qa_outputs(h))
+        if task == "mlm":
+            return ("cls",), lambda m, h: m.cls(h)
+        from garden.errors import ConfigError
+
+        raise ConfigError(f"{type(self).__name__} has no stage layout for task '{task}'")

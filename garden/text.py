@@ -1,0 +1,355 @@
+"""Text data shared by every text task: the user's files, the shipped defaults, tokenizers, lengths.
+
+A text task reads records (dicts) from one of three places: the user's own file
+(``data.path=FILE`` in CSV, JSON or JSONL), a Hub dataset (``data.hub=name[:config]``) or a
+small dataset shipped in ``garden/tasks/data`` (so runs work offline). A model without a
+checkpoint (``weights=random``) gets a real tokenizer trained on that shipped text, cached on
+disk so only the first run pays for training it::
+
+    >>> records = load_records("reviews.csv", ("sentence", "label"), "classify")   # doctest: +SKIP
+    >>> tok = trained_tokenizer("wordpiece", BERT_TOKENS, 1000, [default_data("sst2_like.jsonl")])  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+from garden.errors import DataError
+
+FORMATS = {".csv": "csv", ".json": "json", ".jsonl": "jsonl"}
+
+#: special tokens by role, as ``PreTrainedTokenizerFast`` keyword arguments
+#: special tokens by role (``PreTrainedTokenizerFast`` keyword arguments); their order gives their ids,
+#: matching the real checkpoints' (BERT's [PAD] is 0, RoBERTa's <pad> is 1) so configs agree
+BERT_TOKENS = {"pad_token": "[PAD]", "unk_token": "[UNK]", "cls_token": "[CLS]", "sep_token": "[SEP]",
+               "mask_token": "[MASK]"}
+ROBERTA_TOKENS = {"bos_token": "<s>", "pad_token": "<pad>", "eos_token": "</s>", "unk_token": "<unk>",
+                  "cls_token": "<s>", "sep_token": "</s>", "mask_token": "<mask>"}
+#: post-processing templates (tokenizers' ``TemplateProcessing`` syntax): single, pair
+BERT_TEMPLATE = ("[CLS] $A [SEP]", "[CLS] $A [SEP] $B:1 [SEP]:1")
+ROBERTA_TEMPLATE = ("<s> $A </s>", "<s> $A </s> </s> $B </s>")
+
+TOKENIZER_KINDS = ("wordpiece", "bpe", "unigram")
+#: characters every trained tokenizer knows, so punctuation absent from the corpus is never unknown
+ALPHABET = [chr(c) for c in range(33, 127)]
+
+
+def default_data(name: str) -> Path:
+    """The path of a dataset shipped with garden (``garden/tasks/data/<name>``)."""
+    from importlib.resources import files
+
+    path = Path(str(files("garden.tasks") / "data" / name))
+    if not path.exists():
+        raise DataError(f"garden's default dataset {name} is missing from {path.parent}; reinstall garden")
+    return path
+
+
+def load_records(path: str | Path, required_fields: Sequence[str], task_name: str) -> list[dict[str, Any]]:
+    """Rows of the user's CSV, JSON (a list of objects) or JSONL file, each with ``required_fields``.
+
+    Row numbers in errors count data rows from 1 (a CSV header is not a row). A SQuAD v1.1
+    file (``{"data": [articles]}``) is flattened to the Hub's rows (``squad_rows``).
+    """
+    file = Path(path).expanduser()
+    kind = FORMATS.get(file.suffix.lower())
+    needs = ", ".join(required_fields)
+    if kind is None:
+        raise DataError(f"data.path={path}: task '{task_name}' reads .csv, .json or .jsonl files with fields "
+                        f"{needs}, not '{file.suffix or file.name}'")
+    if not file.is_file():
+        raise DataError(f"data.path={path} does not exist; point it at a .csv/.json/.jsonl file with fields {needs}")
+    return check_fields(_read_rows(file, kind), required_fields, task_name, f"data.path={path}")
+
+
+def check_fields(rows: list[Any], required_fields: Sequence[str], task_name: str, where: str) -> list[dict[str, Any]]:
+    """``rows`` unchanged if each is an object holding every one of ``required_fields``, else a DataError.
+
+    ``where`` says where the rows came from (``data.path=reviews.csv``), for the message.
+    """
+    needs = ", ".join(required_fields)
+    if not rows:
+        raise DataError(f"{where} holds no rows; task '{task_name}' needs rows with fields {needs}")
+    for number, row in enumerate(rows, start=1):
+        if not isinstance(row, dict):
+            raise DataError(f"{where}: row {number} is {type(row).__name__}, not an object with fields {needs}")
+        for name in required_fields:
+            if row.get(name) is None:
+                raise DataError(f"{where}: row {number} has no field '{name}' (task '{task_name}' needs {needs})")
+    return rows
+
+
+EXPECTED = {
+    "jsonl": "JSONL (one JSON object per line)",
+    "json": "JSON (a list of objects, or SQuAD's {\"data\": [articles]})",
+    "csv": "CSV (a header row naming the fields)",
+}
+
+
+def _read_rows(file: Path, kind: str) -> list[Any]:
+    """Parse ``file``: JSON and JSONL with ``json`` (to name the bad line), CSV with ``datasets``."""
+    expected = EXPECTED[kind]
+    if kind == "jsonl":
+        rows = []
+        for number, line in enumerate(file.read_text(encoding="utf-8").splitlines(), start=1):
+            if line.strip():
+                try:
+                    rows.append(json.loads(line))
+                except json.JSONDecodeError as err:
+                    raise DataError(f"data.path={file}: line {number} is not JSON ({err.msg}); "
+                                    f"expected {expected}") from None
+        return rows
+    if kind == "json":
+        try:
+            data = json.loads(file.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as err:
+            raise DataError(f"data.path={file} is not JSON (line {err.lineno}: {err.msg}); "
+                            f"expected {expected}") from None
+        if isinstance(data, dict) and isinstance(data.get("data"), list):
+            data = squad_rows(data["data"]) if data["data"] and "paragraphs" in data["data"][0] else data["data"]
+        if not isinstance(data, list):
+            raise DataError(f"data.path={file} holds a JSON {type(data).__name__}; expected {expected}")
+        return data
+    from datasets import load_dataset
+
+    try:
+        return load_dataset("csv", data_files=str(file), split="train").to_list()
+    except Exception as err:  # datasets raises several types for a malformed CSV
+        raise DataError(f"data.path={file} does not parse as CSV ({type(err).__name__}); expected {expected}") from None
+
+
+def squad_rows(articles: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """SQuAD v1.1 articles flattened to the Hub's rows: id, title, context, question, answers."""
+    return [
+        {"id": qa.get("id", ""), "title": article.get("title", ""), "context": paragraph["context"],
+         "question": qa["question"],
+         "answers": {"text": [a["text"] for a in qa.get("answers", [])],
+                     "answer_start": [a["answer_start"] for a in qa.get("answers", [])]}}
+        for article in articles for paragraph in article.get("paragraphs", []) for qa in paragraph.get("qas", [])
+    ]
+
+
+def hub_records(name: str, split: str = "train") -> list[dict[str, Any]]:
+    """Rows of a Hub dataset named ``name[:config]`` (``glue:sst2``, ``squad``, ``conll2003``).
+
+    Class-label columns come back as their names (conll2003's ``ner_tags`` as ``B-PER``...), as
+    a user's own file would hold them.
+    """
+    from datasets import load_dataset
+
+    repo, _, config = name.partition(":")
+    try:
+        ds = load_dataset(repo, config or None, split=split)
+    except Exception as err:  # offline, unknown name, missing config: all one kind of problem here
+        reason = str(err).splitlines()[0] if str(err) else ""
+        raise DataError(f"data.hub={name}: cannot load split '{split}' ({type(err).__name__}: {reason}); "
+                        f"check the name or use data.path=FILE") from None
+    return [_label_names(row, ds.features) for row in ds.to_list()]
+
+
+def _label_names(row: dict[str, Any], features: Any) -> dict[str, Any]:
+    from datasets import ClassLabel, Sequence as Seq
+
+    out = dict(row)
+    for key, feature in features.items():
+        inner = feature.feature if isinstance(feature, Seq) else feature[0] if isinstance(feature, list) else None
+        if isinstance(feature, ClassLabel) and isinstance(row.get(key), int) and row[key] >= 0:
+            out[key] = feature.int2str(row[key])
+        elif isinstance(inner, ClassLabel) and isinstance(row.get(key), list):
+            out[key] = [inner.int2str(v) for v in row[key]]
+    return out
+
+
+def read_inputs(spec: str, field: str) -> list[tuple[str, str]]:
+    """``infer.inputs`` as ``(name, text)`` pairs: a .txt (one per line), .jsonl/.json/.csv (``field``), or a literal.
+
+    >>> read_inputs("The movie was great.", "sentence")
+    [('The movie was great.', 'The movie was great.')]
+    """
+    path = Path(spec).expanduser()
+    suffix = path.suffix.lower()
+    is_file = suffix in (".txt", *FORMATS) and len(spec) < 4096 and path.is_file()
+    if suffix in (".txt", *FORMATS) and not is_file and " " not in spec:
+        raise DataError(f"infer.inputs={spec} does not exist; give a .txt/.jsonl/.csv file or the text itself")
+    if not is_file:
+        return [(spec, spec)]
+    if suffix == ".txt":
+        lines = [ln.strip() for ln in path.read_text(encoding="utf-8").splitlines()]
+        texts = [ln for ln in lines if ln]
+        if not texts:
+            raise DataError(f"infer.inputs={spec} holds no text lines")
+        return [(f"{path.name}:{i}", t) for i, t in enumerate(texts, start=1)]
+    rows = load_records(path, (field,), "infer")
+    return [(f"{path.name}:{i}", str(r[field])) for i, r in enumerate(rows, start=1)]
+
+
+def corpus_text(files: Iterable[str | Path]) -> Iterable[str]:
+    """Every string in ``files``: lines of .txt, string values (and token lists) of .json/.jsonl."""
+
+    def strings(value: Any) -> Iterable[str]:
+        if isinstance(value, str):
+            yield value
+        elif isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+            yield " ".join(value)
+        elif isinstance(value, list):
+            for v in value:
+                yield from strings(v)
+        elif isinstance(value, dict):
+            for v in value.values():
+                yield from strings(v)
+
+    for file in map(Path, files):
+        text = file.read_text(encoding="utf-8")
+        if file.suffix == ".jsonl":
+            for line in text.splitlines():
+                if line.strip():
+                    yield from strings(json.loads(line))
+        elif file.suffix == ".json":
+            yield from strings(json.loads(text))
+        else:
+            yield from (ln for ln in text.splitlines() if ln.strip())
+
+
+def cache_dir() -> Path:
+    """garden's cache: ``$GARDEN_CACHE``, else ``~/.cache/garden``."""
+    return Path(os.environ.get("GARDEN_CACHE") or Path.home() / ".cache" / "garden").expanduser()
+
+
+def trained_tokenizer(
+    kind: str,
+    special_tokens: dict[str, str],
+    vocab_size: int,
+    corpus_files: Sequence[str | Path],
+    *,
+    template: tuple[str, str] | None = None,
+    lowercase: bool = False,
+    model_max_length: int = 512,
+) -> Any:
+    """A real tokenizer trained on ``corpus_files``, for a model that has no checkpoint.
+
+    ``kind`` is ``wordpiece`` (BERT), ``bpe`` (byte-level, RoBERTa/GPT-2/BART) or ``unigram``
+    (SentencePiece-like, CamemBERT/DeBERTa/T5). ``template`` is the single and pair
+    post-processing templates (``BERT_TEMPLATE``); ``None`` adds no special tokens. The result
+    is cached under ``cache_dir()/tokenizers`` by a hash of the corpus and these settings, so
+    a second run loads it in milliseconds; ``garden_trained`` is set on it, so a task knows the
+    model's vocabulary must be sized to it.
+    """
+    if kind not in TOKENIZER_KINDS:
+        from garden.errors import ConfigError
+
+        raise ConfigError(f"tokenizer kind '{kind}' is not one of: {', '.join(TOKENIZER_KINDS)}")
+    digest = hashlib.sha256()
+    for file in corpus_files:
+        digest.update(Path(file).read_bytes())
+    settings = [kind, sorted(special_tokens.items()), vocab_size, template, lowercase, model_max_length]
+    digest.update(json.dumps(settings).encode())
+    folder = cache_dir() / "tokenizers" / f"{kind}-{digest.hexdigest()[:16]}"
+    if not (folder / "tokenizer.json").exists():
+        _train_into(folder, kind, special_tokens, vocab_size, corpus_files, template, lowercase)
+    from transformers import PreTrainedTokenizerFast
+
+    tokenizer = PreTrainedTokenizerFast(tokenizer_file=str(folder / "tokenizer.json"),
+                                        model_max_length=model_max_length, **special_tokens)
+    tokenizer.garden_trained = True
+    return tokenizer
+
+
+def _train_into(folder: Path, kind: str, special_tokens: dict[str, str], vocab_size: int,
+                corpus_files: Sequence[str | Path], template: tuple[str, str] | None, lowercase: bool) -> None:
+    """Train the tokenizer and write ``folder/tokenizer.json`` atomically (concurrent runs may race)."""
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
+
+    specials = list(dict.fromkeys(special_tokens.values()))
+    unk = special_tokens.get("unk_token")
+    norm = [normalizers.NFKC()] + ([normalizers.Lowercase()] if lowercase else [])
+    if kind == "wordpiece":
+        tokenizer = Tokenizer(models.WordPiece(unk_token=unk))
+        tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+        tokenizer.decoder = decoders.WordPiece()
+        trainer = trainers.WordPieceTrainer(vocab_size=vocab_size, special_tokens=specials, show_progress=False,
+                                            initial_alphabet=ALPHABET)
+    elif kind == "bpe":
+        tokenizer = Tokenizer(models.BPE())
+        tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+        tokenizer.decoder = decoders.ByteLevel()
+        trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=specials, show_progress=False,
+                                      initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    else:
+        tokenizer = Tokenizer(models.Unigram())
+        tokenizer.pre_tokenizer = pre_tokenizers.Metaspace()
+        tokenizer.decoder = decoders.Metaspace()
+        trainer = trainers.UnigramTrainer(vocab_size=vocab_size, special_tokens=specials, unk_token=unk,
+                                          show_progress=False, initial_alphabet=ALPHABET)
+    tokenizer.normalizer = normalizers.Sequence(norm)
+    tokenizer.train_from_iterator(corpus_text(corpus_files), trainer=trainer)
+    steps = [processors.ByteLevel(trim_offsets=True)] if kind == "bpe" else []
+    if template:
+        used = {t.split(":")[0] for t in " ".join(template).split() if not t.startswith("$")}
+        steps.append(processors.TemplateProcessing(
+            single=template[0], pair=template[1],
+            special_tokens=[(t, tokenizer.token_to_id(t)) for t in sorted(used)],
+        ))
+    if steps:
+        tokenizer.post_processor = steps[0] if len(steps) == 1 else processors.Sequence(steps)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}."))
+    try:
+        tokenizer.save(str(staging / "tokenizer.json"))
+        try:
+            staging.rename(folder)
+        except OSError:  # another process finished first; its tokenizer is the same
+            shutil.rmtree(staging, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
+def max_length(data: Any, tokenizer: Any) -> int:
+    """``data.max_length``, else the model's limit (the tokenizer's ``model_max_length``), else 512."""
+    if data.max_length:
+        return int(data.max_length)
+    limit = getattr(tokenizer, "model_max_length", None)
+    return int(limit) if limit and limit < 1_000_000 else 512
+
+
+def fit_lengths(lengths: Sequence[int], limit: int, *, truncation: bool, what: str,
+                names: Sequence[str] | None = None) -> str | None:
+    """Check tokenized lengths against ``limit``: a note to show when truncating, a DataError when not.
+
+    Returns ``None`` when everything fits, else a one-line note (also printed once) counting
+    the truncated examples.
+    """
+    long = [i for i, n in enumerate(lengths) if n > limit]
+    if not long:
+        return None
+    first = long[0]
+    name = names[first] if names else f"example {first + 1}"
+    if not truncation:
+        raise DataError(f"{what} {name} is {lengths[first]} tokens, longer than {limit} (data.max_length); "
+                        f"set data.truncation=true or shorten it")
+    note = (f"{len(long)} of {len(lengths)} {what} examples were longer than {limit} tokens and were truncated "
+            f"(data.max_length={limit}; data.truncation=false makes this an error)")
+    from rich.console import Console
+
+    Console(stderr=True).print(f"[yellow]note:[/] {note}", highlight=False)
+    return note
+
+
+def vocabulary_info(tokenizer: Any) -> dict[str, Any]:
+    """``TaskData.info`` that sizes a randomly initialised model to garden's trained tokenizer.
+
+    A checkpoint's own tokenizer already matches its model, so it adds nothing (resizing would
+    throw the pretrained embeddings away).
+    """
+    if not getattr(tokenizer, "garden_trained", False):
+        return {}
+    config = {"vocab_size": len(tokenizer), "pad_token_id": tokenizer.pad_token_id}
+    for role in ("bos_token_id", "eos_token_id"):
+        if getattr(tokenizer, role, None) is not None:
+            config[role] = getattr(tokenizer, role)
+    return {"config": config}

@@ -1,0 +1,48 @@
+"""garden plugin: CamemBERT (Martin et al., 2020), a RoBERTa for French."""
+
+from garden.entries import ModelEntry, Variant
+from garden.hookspecs import hookimpl
+
+GARDEN_API_VERSION = "1.0"
+
+TINY = {
+    "vocab_size": 1000, "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2,
+    "intermediate_size": 64, "max_position_embeddings": 258, "type_vocab_size": 1, "layer_norm_eps": 1e-5,
+    "pad_token_id": 1, "bos_token_id": 0, "eos_token_id": 2,
+}
+BASE = {
+    "vocab_size": 32005, "hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12,
+    "intermediate_size": 3072, "max_position_embeddings": 514, "type_vocab_size": 1, "layer_norm_eps": 1e-5,
+    "pad_token_id": 1, "bos_token_id": 5, "eos_token_id": 6,
+}
+
+CAMEMBERT = ModelEntry(
+    name="camembert",
+    family="camembert",
+    domain="nlp",
+    description="CamemBERT: RoBERTa pre-trained on 138 GB of French web text (OSCAR), SentencePiece vocabulary",
+    tasks=("classify", "mlm"),
+    builder="garden_camembert.family:CamemBERT",
+    variants=(
+        Variant("tiny", params=58_496, config=TINY,
+                description="2 layers, 32 wide, 1k Unigram vocabulary trained on French sentences; for tests"),
+        # no pinned revision found offline; the Hub's main branch is used until one is
+        Variant("base", hub_id="almanach/camembert-base", params=110_621_952, config=BASE,
+                description="12 layers, 768 wide, French"),
+    ),
+    # params count the encoder (embeddings, layers, pooler); each task head adds a little
+    default="base",
+    paper="CamemBERT: a Tasty French Language Model",
+    paper_url="https://arxiv.org/abs/1911.03894",
+    license="mit",
+)
+
+
+@hookimpl
+def garden_models():
+    return [CAMEMBERT]
+
+
+@hookimpl
+def garden_config_dir():
+    return "pkg://garden_camembert.conf"

@@ -1,0 +1,59 @@
+"""garden plugin: HuBERT (Hsu et al., 2021), speech recognition with CTC and audio classification."""
+
+from garden.entries import ModelEntry, Variant
+from garden.hookspecs import hookimpl
+
+GARDEN_API_VERSION = "1.0"
+
+#: shaped like hubert-large (layer-normed convs, pre-norm Transformer), 32 wide; SpecAugment and
+#: LayerDrop off so half-second utterances are never masked away
+TINY = {
+    "vocab_size": 30, "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2,
+    "intermediate_size": 64, "conv_dim": (32,) * 7, "num_conv_pos_embeddings": 16,
+    "num_conv_pos_embedding_groups": 4, "mask_time_prob": 0.0, "layerdrop": 0.0,
+    "feat_extract_norm": "layer", "do_stable_layer_norm": True, "conv_bias": True,
+}
+BASE = {
+    "hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12, "intermediate_size": 3072,
+    "conv_dim": (512,) * 7, "feat_extract_norm": "group", "do_stable_layer_norm": False, "conv_bias": False,
+}
+LARGE = {
+    "vocab_size": 32, "hidden_size": 1024, "num_hidden_layers": 24, "num_attention_heads": 16,
+    "intermediate_size": 4096, "conv_dim": (512,) * 7, "feat_extract_norm": "layer",
+    "do_stable_layer_norm": True, "conv_bias": True,
+}
+
+HUBERT = ModelEntry(
+    name="hubert",
+    family="hubert",
+    domain="speech",
+    description="HuBERT: wav2vec 2.0's conv encoder and Transformer, pre-trained to predict hidden units",
+    tasks=("asr", "audio-classify"),
+    builder="garden_hubert.family:Hubert",
+    variants=(
+        Variant("tiny", params=40_782, config=TINY,
+                description="7 conv layers 32 wide, 2 pre-norm Transformer layers 32 wide; for tests and smoke runs"),
+        Variant("base", hub_id="facebook/hubert-base-ls960", params=94_371_712, config=BASE,
+                description="self-supervised on LibriSpeech 960 h, no task head (params: the encoder)"),
+        Variant("large", hub_id="facebook/hubert-large-ls960-ft", params=315_471_520, config=LARGE,
+                description="self-supervised on Libri-Light 60k h, CTC fine-tuned on LibriSpeech 960 h"),
+    ),
+    default="base",
+    paper="HuBERT: Self-Supervised Speech Representation Learning by Masked Prediction of Hidden Units",
+    paper_url="https://arxiv.org/abs/2106.07447",
+    license="apache-2.0",
+    # Layers are the 7 conv layers then the Transformer layers, as garden's wav2vec2 counts them.
+    # Graphcore/hubert-base-ipu says [0, 4, 4, 4] counting Transformer layers only, with the whole
+    # feature encoder on IPU 0: the same placement is (7, 4, 4, 4) here (the base variant).
+    layouts={4: (7, 4, 4, 4)},
+)
+
+
+@hookimpl
+def garden_models():
+    return [HUBERT]
+
+
+@hookimpl
+def garden_config_dir():
+    return "pkg://garden_hubert.conf"

@@ -1,0 +1,53 @@
+"""garden plugin: wav2vec 2.0 (Baevski et al., 2020), speech recognition with CTC."""
+
+from garden.entries import ModelEntry, Variant
+from garden.hookspecs import hookimpl
+
+GARDEN_API_VERSION = "1.0"
+
+#: 7 narrow conv layers (the full 320x downsampling, 50 frames a second), 2 Transformer layers;
+#: SpecAugment and LayerDrop off so half-second utterances are never masked away
+TINY = {
+    "vocab_size": 30, "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2,
+    "intermediate_size": 64, "conv_dim": (32,) * 7, "num_conv_pos_embeddings": 16,
+    "num_conv_pos_embedding_groups": 4, "mask_time_prob": 0.0, "layerdrop": 0.0,
+    "feat_extract_norm": "group", "do_stable_layer_norm": False,
+}
+BASE = {
+    "vocab_size": 32, "hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12,
+    "intermediate_size": 3072, "conv_dim": (512,) * 7, "feat_extract_norm": "group",
+    "do_stable_layer_norm": False, "conv_bias": False,
+}
+
+WAV2VEC2 = ModelEntry(
+    name="wav2vec2",
+    family="wav2vec2",
+    domain="speech",
+    description="wav2vec 2.0: a conv feature encoder over raw 16 kHz audio and a Transformer, CTC head",
+    tasks=("asr",),
+    builder="garden_wav2vec2.family:Wav2Vec2",
+    variants=(
+        Variant("tiny", params=40_174, config=TINY,
+                description="7 conv layers 32 wide, 2 Transformer layers 32 wide; for tests and smoke runs"),
+        Variant("base", hub_id="facebook/wav2vec2-base-960h", revision="22aad52", params=94_396_320, config=BASE,
+                description="self-supervised on LibriSpeech 960 h, CTC fine-tuned on its transcripts"),
+    ),
+    default="base",
+    paper="wav2vec 2.0: A Framework for Self-Supervised Learning of Speech Representations",
+    paper_url="https://arxiv.org/abs/2006.11477",
+    license="apache-2.0",
+    # Layers are the 7 conv layers then the 12 Transformer layers (19), as Graphcore counts them.
+    # 8 IPUs: Graphcore/wav2vec2-base-ipu's layers_per_ipu. 4 IPUs: Graphcore/wav2vec2-ctc-base-ipu's
+    # [9, 4, 4, 4], whose list also counts the positional conv and the CTC head; the same placement here.
+    layouts={8: (2, 1, 4, 3, 3, 3, 3, 0), 4: (8, 4, 4, 3)},
+)
+
+
+@hookimpl
+def garden_models():
+    return [WAV2VEC2]
+
+
+@hookimpl
+def garden_config_dir():
+    return "pkg://garden_wav2vec2.conf"

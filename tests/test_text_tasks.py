@@ -1,0 +1,175 @@
+"""The text layer as specifications: reading the user's files, lengths, label alignment, QA spans,
+masking, entity chunks and the trained-tokenizer cache (no model runs here)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from garden.errors import DataError
+from garden.text import BERT_TEMPLATE, BERT_TOKENS, default_data, fit_lengths, load_records, read_inputs
+
+
+@pytest.fixture(scope="module")
+def tokenizer(tmp_path_factory):
+    """A WordPiece tokenizer trained on the shipped reviews and QA text, cached in a private folder."""
+    import os
+
+    from garden.text import trained_tokenizer
+
+    cache = tmp_path_factory.mktemp("cache")
+    old = os.environ.get("GARDEN_CACHE")
+    os.environ["GARDEN_CACHE"] = str(cache)
+    try:
+        yield trained_tokenizer("wordpiece", BERT_TOKENS, 600, [default_data("sst2_like.jsonl"),
+                                default_data("squad_like.json")], template=BERT_TEMPLATE, lowercase=True)
+    finally:
+        os.environ.pop("GARDEN_CACHE") if old is None else os.environ.__setitem__("GARDEN_CACHE", old)
+
+
+def test_a_jsonl_row_missing_a_field_names_the_file_the_row_and_the_field(tmp_path):
+    path = tmp_path / "reviews.jsonl"
+    path.write_text('{"sentence": "fine", "label": 1}\n{"sentence": "bad"}\n')
+    with pytest.raises(DataError) as err:
+        load_records(path, ("sentence", "label"), "classify")
+    assert str(err.value) == (f"data.path={path}: row 2 has no field 'label' (task 'classify' needs sentence, label)")
+
+
+def test_a_csv_row_missing_a_value_is_named_by_its_data_row(tmp_path):
+    path = tmp_path / "reviews.csv"
+    path.write_text("sentence,label\ngood,1\nbad,\n")
+    with pytest.raises(DataError, match=r"reviews.csv: row 2 has no field 'label'"):
+        load_records(path, ("sentence", "label"), "classify")
+    path.write_text("sentence,label\ngood,1\nbad,0\n")
+    assert load_records(path, ("sentence", "label"), "classify") == [
+        {"sentence": "good", "label": 1}, {"sentence": "bad", "label": 0}]
+
+
+def test_a_file_in_the_wrong_format_names_the_file_and_the_formats_read(tmp_path):
+    with pytest.raises(DataError, match=r"data.path=.*notes.txt: task 'classify' reads .csv, .json or .jsonl"):
+        load_records(tmp_path / "notes.txt", ("sentence", "label"), "classify")
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text('{"sentence": "ok", "label": 1}\nnot json\n')
+    with pytest.raises(DataError, match=r"broken.jsonl: line 2 is not JSON .*expected JSONL"):
+        load_records(broken, ("sentence", "label"), "classify")
+
+
+def test_a_squad_file_is_flattened_to_question_context_answers_rows():
+    rows = load_records(default_data("squad_like.json"), ("question", "context", "answers"), "qa")
+    first = rows[0]
+    start = first["answers"]["answer_start"][0]
+    assert first["context"][start:start + len(first["answers"]["text"][0])] == first["answers"]["text"][0]
+
+
+def test_long_examples_are_counted_in_one_note_or_refused_by_name():
+    note = fit_lengths([5, 40, 9, 70], 32, truncation=True, what="garden's sst2_like.jsonl")
+    assert note.startswith("2 of 4 garden's sst2_like.jsonl examples were longer than 32 tokens and were truncated")
+    assert fit_lengths([5, 9], 32, truncation=True, what="x") is None
+    with pytest.raises(DataError) as err:
+        fit_lengths([5, 40], 32, truncation=False, what="data.path=r.csv", names=["row 1", "row 2"])
+    assert str(err.value) == ("data.path=r.csv row 2 is 40 tokens, longer than 32 (data.max_length); "
+                              "set data.truncation=true or shorten it")
+
+
+def test_word_labels_sit_on_first_subwords_and_later_subwords_are_ignored(tokenizer):
+    from garden.tasks.text import align_labels
+
+    assert align_labels([None, 0, 0, 1, None], [3, 5]) == [-100, 3, -100, 5, -100]
+    enc = tokenizer(["Kingsbridgeshire", "rose"], is_split_into_words=True)
+    labels = align_labels(enc.word_ids(), [7, 0])
+    word_ids = enc.word_ids()
+    assert word_ids.count(0) > 1, "the made-up word should split into several subwords"
+    assert labels[0] == labels[-1] == -100 and [label for label in labels if label != -100] == [7, 0]
+    firsts = [i for i, w in enumerate(word_ids) if w is not None and w != word_ids[i - 1]]
+    assert [i for i, label in enumerate(labels) if label != -100] == firsts
+
+
+def test_iob2_tags_chunk_into_typed_entities():
+    from garden.tasks.text import entities
+
+    assert entities(["B-PER", "I-PER", "O", "B-LOC", "B-LOC", "I-ORG"]) == [
+        ("PER", 0, 2), ("LOC", 3, 4), ("LOC", 4, 5), ("ORG", 5, 6)]
+
+
+def test_an_answer_maps_to_the_tokens_that_spell_it(tokenizer):
+    from garden.tasks.text import answer_positions
+
+    context = "Tarnmoor was founded in 1672 by a band of farmers led by Rahul Kowalski."
+    answer = "a band of farmers"
+    start = context.index(answer)
+    enc = tokenizer("Who founded Tarnmoor?", context, return_offsets_mapping=True)
+    first, last = answer_positions(enc["offset_mapping"], enc.sequence_ids(), start, start + len(answer))
+    offsets = enc["offset_mapping"]
+    assert context[offsets[first][0]:offsets[last][1]] == answer
+
+
+def test_an_answer_cut_off_by_truncation_points_at_the_first_token(tokenizer):
+    from garden.tasks.text import answer_positions
+
+    context = "word " * 40 + "the answer is here."
+    enc = tokenizer("Where?", context, truncation="only_second", max_length=16, return_offsets_mapping=True)
+    start = context.index("answer")
+    assert answer_positions(enc["offset_mapping"], enc.sequence_ids(), start, start + 6) == (0, 0)
+
+
+def test_squad_scores_normalise_case_punctuation_and_articles():
+    from garden.tasks.text import answer_f1, normalize_answer
+
+    assert normalize_answer("The  Brenna River!") == "brenna river"
+    assert answer_f1("the Brenna", "Brenna River") == pytest.approx(2 / 3)
+    assert answer_f1("Lake Orrin", "Brenna River") == 0.0
+
+
+def test_masking_repeats_with_the_seed_and_never_masks_special_tokens():
+    import torch
+
+    from garden.tasks.text import mask_tokens
+
+    ids, special = list(range(100, 140)), [1] + [0] * 38 + [1]
+
+    def masked(seed):
+        return mask_tokens(ids, special, 4, 1000, torch.Generator().manual_seed(seed))
+
+    assert masked(0) == masked(0) and masked(0) != masked(1)
+    inputs, labels = masked(0)
+    picked = [i for i, label in enumerate(labels) if label != -100]
+    assert picked and labels[0] == labels[-1] == -100 and inputs[0] == 100 and inputs[-1] == 139
+    assert all(labels[i] == ids[i] for i in picked) and any(inputs[i] == 4 for i in picked)
+    short = mask_tokens([101, 7, 102], [1, 0, 1], 4, 1000, torch.Generator().manual_seed(0))[1]
+    assert short == [-100, 7, -100]
+
+
+def test_a_trained_tokenizer_is_cached_and_reused_without_training(tmp_path, monkeypatch):
+    import garden.text as text
+
+    monkeypatch.setenv("GARDEN_CACHE", str(tmp_path))
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("the cat sat on the mat\nthe dog sat on the log\n" * 20)
+    first = text.trained_tokenizer("bpe", text.ROBERTA_TOKENS, 300, [corpus], template=text.ROBERTA_TEMPLATE)
+    [folder] = (tmp_path / "tokenizers").iterdir()
+    assert folder.name.startswith("bpe-") and (folder / "tokenizer.json").exists()
+
+    def no_training(*args, **kwargs):
+        raise AssertionError("trained again")
+
+    monkeypatch.setattr(text, "_train_into", no_training)
+    again = text.trained_tokenizer("bpe", text.ROBERTA_TOKENS, 300, [corpus], template=text.ROBERTA_TEMPLATE)
+    assert again("the cat")["input_ids"] == first("the cat")["input_ids"]
+    assert again.convert_ids_to_tokens(again("the cat")["input_ids"])[0] == "<s>" and again.pad_token_id == 1
+    assert getattr(again, "garden_trained", False)
+    corpus.write_text("a different corpus entirely\n" * 20)
+    with pytest.raises(AssertionError, match="trained again"):
+        text.trained_tokenizer("bpe", text.ROBERTA_TOKENS, 300, [corpus], template=text.ROBERTA_TEMPLATE)
+
+
+def test_infer_inputs_are_a_text_file_a_jsonl_file_or_the_text_itself(tmp_path):
+    lines = tmp_path / "in.txt"
+    lines.write_text("first one\n\nsecond one\n")
+    assert read_inputs(str(lines), "sentence") == [("in.txt:1", "first one"), ("in.txt:2", "second one")]
+    rows = tmp_path / "in.jsonl"
+    rows.write_text(json.dumps({"sentence": "from json"}) + "\n")
+    assert read_inputs(str(rows), "sentence") == [("in.jsonl:1", "from json")]
+    assert read_inputs("Just some text.", "sentence") == [("Just some text.", "Just some text.")]
+    with pytest.raises(DataError, match="infer.inputs=missing.txt does not exist"):
+        read_inputs("missing.txt", "sentence")
