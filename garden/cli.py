@@ -31,6 +31,11 @@ Browse the registry:
                          the pipeline-stage plan: blocks, params, FLOPs, memory per stage
   registry serve [--port N]  the registry page on http://127.0.0.1:N (default 8000)
 
+Plugins (docs/plugins.md):
+  plugins [--json]       installed plugins: distribution, version, API, models, hooks, status
+  plugin new NAME [--dir DIR]   write a publishable plugin package (DIR/garden-NAME)
+  plugin check NAME [--json]    check an installed plugin (distribution or model) against the contract
+
 Run a model (Hydra overrides; -m/--multirun sweeps comma lists):
   model=NAME task=TASK   what to run (required)
   mode=train|infer|eval  train (default) fine-tunes, evaluates and saves; infer predicts
@@ -228,6 +233,58 @@ def compact(blocks: list[str]) -> str:
     return ", ".join(out)
 
 
+def cmd_plugins(args: argparse.Namespace) -> int:
+    """Every installed plugin and what discovery made of it (loaded, failed with why, blocked)."""
+    from garden.plugins import discover
+
+    plugins = discover().plugins
+    if args.json:
+        print_json([p.to_dict() for p in plugins])
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"{len(plugins)} plugins")
+    for column in ("distribution", "version", "API", "models", "hooks", "status"):
+        table.add_column(column)
+    colour = {"loaded": "green", "failed": "red", "blocked": "yellow"}
+    for p in plugins:
+        status = f"[{colour.get(p.status, 'white')}]{p.status}[/]" + (f": {p.error}" if p.error else "")
+        table.add_row(p.distribution, p.version, p.api_version or "-", ", ".join(p.models) or "-",
+                      ", ".join(h.removeprefix("garden_") for h in p.hooks) or "-", status)
+    Console().print(table)
+    return 0
+
+
+def cmd_plugin(args: argparse.Namespace) -> int:
+    """``plugin new NAME [--dir DIR]`` and ``plugin check NAME [--json]``."""
+    if args.action == "new":
+        from garden.scaffold import Names, files, new_plugin
+
+        root = new_plugin(args.name, args.dir, force=args.force)
+        names = Names.of(args.name)
+        print(f"wrote {root}:")
+        for f in files(root):
+            print(f"  {f}")
+        print(f"next: pip install -e {root} && python -m garden plugin check {names.dist} "
+              f"&& (cd {root} && pytest)")
+        return 0
+    from garden.contract import check_plugin, failures
+
+    results = check_plugin(args.name)
+    failed = failures(results)
+    if args.json:
+        print_json({"plugin": args.name, "ok": not failed, "checks": [r.to_dict() for r in results]})
+    else:
+        for r in results:
+            print(r.line())
+        passed = sum(r.status == "pass" for r in results)
+        print(f"{passed} passed, {len(failed)} failed, {len(results) - passed - len(failed)} skipped")
+    for r in failed:
+        print(f"error: plugin check {args.name}: {r.name}: {r.detail}", file=sys.stderr)
+    return 1 if failed else 0
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m garden", usage=USAGE, add_help=False)
     sub = p.add_subparsers(dest="command")
@@ -261,10 +318,20 @@ def parser() -> argparse.ArgumentParser:
     pu.add_argument("repo_id")
     pu.add_argument("--private", action="store_true")
     pu.set_defaults(func=cmd_push)
+    pl = sub.add_parser("plugins")
+    pl.add_argument("--json", action="store_true")
+    pl.set_defaults(func=cmd_plugins)
+    pg = sub.add_parser("plugin")
+    pg.add_argument("action", choices=["new", "check"])
+    pg.add_argument("name")
+    pg.add_argument("--dir", default=".")
+    pg.add_argument("--force", action="store_true")
+    pg.add_argument("--json", action="store_true")
+    pg.set_defaults(func=cmd_plugin)
     return p
 
 
-COMMANDS = {"list", "search", "show", "registry", "push"}
+COMMANDS = {"list", "search", "show", "registry", "push", "plugins", "plugin"}
 
 
 def run_hydra(argv: list[str]) -> int:
@@ -275,10 +342,16 @@ def run_hydra(argv: list[str]) -> int:
     multirun = any(a in ("-m", "--multirun") for a in argv)
     overrides = [a for a in argv if not a.startswith("-")]
     if multirun:
+        from garden.config import register
+
         for values in _sweep_choices(overrides):
             validate_choices(values)
+        register()  # garden's schema and plugin config dirs, which compose() registers otherwise
     else:
         compose(overrides)
+        from garden.checkpoint import resume_overrides
+
+        argv = resume_overrides(argv)  # resume=true|DIR: continue in that run's folder
 
     import hydra
 
