@@ -61,6 +61,10 @@ class TrainerConfig:
     eval: bool = True
     log_every: int = 10
     threads: Optional[int] = None
+    #: write a resumable checkpoint every N optimizer steps and at the end (0: only on SIGINT/SIGTERM)
+    checkpoint_every: int = 0
+    #: how many good checkpoints to keep in RUN_DIR/checkpoints
+    keep_checkpoints: int = 2
 
 
 @dataclass
@@ -110,6 +114,8 @@ class RunConfig:
     trainer: TrainerConfig = field(default_factory=TrainerConfig)
     infer: InferConfig = field(default_factory=InferConfig)
     ipu: IPUConfig = field(default_factory=IPUConfig)
+    #: continue a stopped run: ``true`` (the latest run of this model and task under outputs/) or RUN_DIR
+    resume: Optional[str] = None
 
 
 MODES = ("train", "infer", "eval")

@@ -41,8 +41,31 @@ class StagePlan:
     micro_batches: int
 
     def stage_blocks(self, index: int) -> list[Block]:
+        """The blocks IPU ``index`` holds, as planned (a tied head shares stage 0 with its embeddings)."""
         names = set(self.plan.stages[index].blocks)
         return [b for b in self.blocks if b.name in names]
+
+    def sequential_stage_blocks(self, index: int) -> list[Block]:
+        """The blocks stage ``index`` runs when stages must run in order, one per process.
+
+        An IPU pipeline may wrap back to IPU 0 for a tied head; ``torch.distributed.pipelining``
+        cannot, so a tied block placed on an earlier stage than the blocks before it moves to the
+        last stage, and the pipeline backend keeps its weights in step with the embeddings'.
+        """
+        last = len(self.plan.stages) - 1
+        placed = {name: stage.index for stage in self.plan.stages for name in stage.blocks}
+        furthest = 0
+        where: dict[str, int] = {}
+        for block in self.blocks:
+            stage = placed[block.name]
+            where[block.name] = last if block.tied_to and stage < furthest else stage
+            furthest = max(furthest, stage)
+        return [b for b in self.blocks if where[b.name] == index]
+
+    def tied_blocks(self) -> list[Block]:
+        """Blocks that sequential stages move away from the block they share weights with."""
+        return [b for b in self.blocks if b.tied_to and b in self.sequential_stage_blocks(len(self.plan.stages) - 1)
+                and b not in self.stage_blocks(len(self.plan.stages) - 1)]
 
     def summary(self) -> dict[str, Any]:
         plan = self.plan

@@ -132,18 +132,48 @@ def command_line(overrides: Any) -> str:
 def execute(cfg: Any, output_dir: Path, *, command: str | None = None) -> dict[str, Any]:
     """Prepare, pick the backend, and train or infer; writes everything under ``output_dir``."""
     from garden.backends import select_backend
+    from garden.checkpoint import resume_dir, wants_resume
     from garden.trainer import infer, train
 
+    if wants_resume(cfg.get("resume")):  # a stopped run continues in its own folder
+        output_dir = resume_dir(cfg.resume, registry.get(cfg.model.name).name, cfg.task.name)
     output_dir.mkdir(parents=True, exist_ok=True)
     prepared = prepare(cfg)
     prepared.command = command
     backend = select_backend(cfg, prepared)
+    output_dir = agreed_output_dir(output_dir)
     try:
         if cfg.mode == "infer":
             return infer(prepared, backend, output_dir)
         return train(prepared, backend, output_dir, evaluate_only=cfg.mode == "eval")
     finally:
         backend.close()
+
+
+def agreed_output_dir(output_dir: Path) -> Path:
+    """Rank 0's output folder, on every process of a torchrun job.
+
+    Each process composes its own Hydra run dir from the clock, so two may differ by a second;
+    checkpoints need every process writing into one folder. A process whose folder differs
+    removes it when it holds nothing but Hydra's own files.
+    """
+    import shutil
+
+    import torch.distributed as dist
+
+    if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
+        return output_dir
+    box = [str(output_dir.resolve())]
+    dist.broadcast_object_list(box, src=0)
+    agreed = Path(box[0])
+    if agreed != output_dir.resolve() and output_dir.is_dir():
+        if all(p.name == ".hydra" or p.suffix == ".log" for p in output_dir.iterdir()):
+            shutil.rmtree(output_dir, ignore_errors=True)
+            try:
+                output_dir.parent.rmdir()  # a date folder left empty
+            except OSError:
+                pass
+    return agreed
 
 
 def write_json(path: Path, obj: Any) -> None:

@@ -56,24 +56,122 @@ def schedule(optimizer: Any, kind: str, warmup: int, total: int):
     return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
 
 
+def shard_sizes(n: int, replicas: int, accumulation: int = 1) -> list[list[int]]:
+    """How a global batch of ``n`` examples splits: ``sizes[replica][micro_step]``.
+
+    The batch is cut in order into ``replicas x accumulation`` contiguous pieces whose sizes differ
+    by at most one, replica 0 first; every example lands in exactly one piece, and a short last
+    batch gives some pieces one example fewer (or none):
+
+    >>> shard_sizes(8, 2, 2), shard_sizes(5, 2), shard_sizes(1, 2)
+    ([[2, 2], [2, 2]], [[3], [2]], [[1], [0]])
+    """
+    base, extra = divmod(n, replicas * accumulation)
+    flat = [base + (1 if i < extra else 0) for i in range(replicas * accumulation)]
+    return [flat[r * accumulation:(r + 1) * accumulation] for r in range(replicas)]
+
+
+class ShardedBatches:
+    """A batch sampler: the global batches of ``base`` (a seeded ``BatchSampler``, the one a
+    single process would use), each cut by :func:`shard_sizes` into this replica's
+    ``accumulation`` micro-batches, yielded in order. An empty piece yields the batch's first
+    index as a stand-in, which the trainer weighs zero. ``skip`` global batches are passed over
+    on the next pass (resuming mid-epoch), without loading them.
+    """
+
+    def __init__(self, base: Any, *, replica: int = 0, replicas: int = 1, accumulation: int = 1):
+        self.base, self.replica, self.replicas, self.accumulation = base, replica, replicas, accumulation
+        self.skip = 0
+
+    @property
+    def global_batches(self) -> int:
+        return len(self.base)
+
+    def size_of(self, j: int) -> int:
+        """The size of global batch ``j`` (the last one may be short)."""
+        n, b = len(self.base.sampler), self.base.batch_size
+        return min(b, n - j * b)
+
+    def __len__(self) -> int:
+        return (self.global_batches - self.skip) * self.accumulation
+
+    def __iter__(self):
+        skip, self.skip = self.skip, 0
+        for j, indices in enumerate(self.base):
+            if j < skip:
+                continue
+            sizes = shard_sizes(len(indices), self.replicas, self.accumulation)
+            start = sum(sum(s) for s in sizes[:self.replica])
+            for size in sizes[self.replica]:
+                yield indices[start:start + size] or indices[:1]
+                start += size
+
+
+def sharded_loader(dataset: Any, collate: Any, batch_size: int, *, shuffle: bool, seed: int, workers: int = 0,
+                   replica: int = 0, replicas: int = 1, accumulation: int = 1):
+    """A DataLoader over this replica's share of each global batch, its :class:`ShardedBatches`
+    and the seeded generator that orders the data.
+
+    With one replica and no accumulation it yields what :func:`loader` yields, in the same order
+    (the same seeded generator drives the same ``RandomSampler``).
+    """
+    import torch
+    from torch.utils.data import BatchSampler, DataLoader, RandomSampler, SequentialSampler
+
+    generator = torch.Generator().manual_seed(seed)
+    order = RandomSampler(dataset, generator=generator) if shuffle else SequentialSampler(dataset)
+    batches = ShardedBatches(BatchSampler(order, batch_size, drop_last=False), replica=replica,
+                             replicas=replicas, accumulation=accumulation)
+    return DataLoader(dataset, batch_sampler=batches, collate_fn=collate, generator=generator,
+                      num_workers=workers), batches, generator
+
+
+def replicas_of(backend: Any) -> tuple[int, int, int]:
+    """``(replica, replicas, accumulation)`` the trainer handles for ``backend`` (the ipu backend
+    replicates and accumulates inside poptorch, so the trainer sees one of each there)."""
+    return getattr(backend, "replica", 0), getattr(backend, "replicas", 1), getattr(backend, "accumulation", 1)
+
+
 def evaluate(prepared: Prepared, backend: Any, bar: Progress | None = None) -> dict[str, float]:
-    """The task's metrics over the eval split."""
+    """The task's metrics over the eval split; replicas evaluate their shares of each batch and the
+    task's metrics are computed once over everything gathered (so they equal one process's)."""
     cfg, data = prepared.cfg, prepared.data
-    batches, outputs = [], []
-    eval_loader = loader(data.eval, data.collate, cfg.data.eval_batch_size or cfg.data.batch_size,
-                         shuffle=False, seed=cfg.seed, workers=cfg.data.num_workers)
+    replica, replicas, _ = replicas_of(backend)
+    eval_loader, batches, _ = sharded_loader(data.eval, data.collate, cfg.data.eval_batch_size or cfg.data.batch_size,
+                                             shuffle=False, seed=cfg.seed, workers=cfg.data.num_workers,
+                                             replica=replica, replicas=replicas)
     job = bar.add_task("eval", total=len(eval_loader), info="") if bar else None
-    for batch in eval_loader:
-        output = backend.forward(batch)
-        if output is not None:
-            outputs.append(output.detach().cpu() if hasattr(output, "detach") else output)
-            batches.append(batch)
+    pieces = []
+    for j, batch in enumerate(eval_loader):
+        if shard_sizes(batches.size_of(j), replicas)[replica][0]:
+            output = backend.forward(batch)
+            if output is not None:
+                pieces.append((j, output.detach().cpu() if hasattr(output, "detach") else output, batch))
         if bar:
             bar.advance(job)
-    return backend.share(prepared.task.evaluate(outputs, batches) if outputs else None) or {}
+    gathered = backend.gather_replicas(pieces) if replicas > 1 else [pieces]
+    metrics = None
+    if gathered is not None and any(gathered):
+        ordered = sorted(((j, r, out, b) for r, part in enumerate(gathered) for j, out, b in part),
+                         key=lambda x: (x[0], x[1]))
+        metrics = prepared.task.evaluate([o for _, _, o, _ in ordered], [b for _, _, _, b in ordered])
+    return backend.share(metrics) or {}
 
 
-def announce(prepared: Prepared, backend: Any) -> None:
+def batch_layout(cfg: Any, backend: Any) -> dict[str, Any]:
+    """The effective batch as Optimum Graphcore reports it: micro-batch x replicas x gradient
+    accumulation x device iterations (= ``data.batch_size``, the examples one trainer step takes)."""
+    ipu = cfg.ipu
+    replicas, accumulation = ipu.replication_factor, ipu.gradient_accumulation_steps
+    iterations = ipu.device_iterations if backend.name == "ipu" else 1
+    pieces = replicas * accumulation * iterations
+    micro = math.ceil(cfg.data.batch_size / pieces)
+    return {"micro_batch_size": micro, "replicas": replicas, "gradient_accumulation_steps": accumulation,
+            "device_iterations": iterations, "effective_batch_size": cfg.data.batch_size,
+            "even": cfg.data.batch_size % pieces == 0}
+
+
+def announce(prepared: Prepared, backend: Any, layout: dict[str, Any] | None = None) -> None:
     """The run's notes, the weights' load summary and a one-line header, from the writing process."""
     if not backend.is_writer:
         return
@@ -86,10 +184,72 @@ def announce(prepared: Prepared, backend: Any) -> None:
     console.print(f"[bold]{prepared.entry.name}[/] ({prepared.variant.name}) · task {prepared.task.name} · "
                   f"data {data.source}: {len(data.train)} train / {len(data.eval)} eval · "
                   f"weights {prepared.weights_origin} · backend {backend.name} · precision {backend.precision}")
+    if layout:
+        console.print(f"batch {layout['effective_batch_size']} = {layout['micro_batch_size']} micro-batch"
+                      f"{'' if layout['even'] else ' (at most)'} x {layout['replicas']} replica{'s' * (layout['replicas'] != 1)} x "
+                      f"{layout['gradient_accumulation_steps']} accumulation x {layout['device_iterations']} "
+                      "device iterations")
+
+
+class StopSignals:
+    """SIGINT and SIGTERM ask the loop to stop at the next step boundary (after a checkpoint)
+    instead of killing it mid-write; a second SIGINT interrupts at once."""
+
+    def __init__(self) -> None:
+        self.signal: int | None = None
+        self._previous: dict[int, Any] = {}
+
+    def __enter__(self) -> "StopSignals":
+        import signal
+        import threading
+
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                self._previous[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        import signal
+
+        if self.signal == signal.SIGINT and signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        self.signal = signum
+
+    def __exit__(self, *exc: Any) -> None:
+        import signal
+
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+
+
+def checkpoint_identity(prepared: Prepared, backend: Any) -> dict[str, Any]:
+    _, replicas, accumulation = replicas_of(backend)
+    return {"model": prepared.entry.name, "variant": prepared.variant.name, "task": prepared.task.name,
+            "backend": backend.name, "seed": prepared.cfg.seed, "replicas": replicas,
+            "stages": getattr(backend, "stages", 1), "gradient_accumulation_steps": accumulation}
+
+
+def checkpoint_part(backend: Any) -> tuple[str, Any, bool]:
+    """``(name, module, writes)``: the weights this process keeps in a checkpoint."""
+    if hasattr(backend, "checkpoint_part"):
+        return backend.checkpoint_part()
+    return "model", backend.model, backend.is_writer
 
 
 def train(prepared: Prepared, backend: Any, output_dir: Path, *, evaluate_only: bool = False) -> dict[str, Any]:
+    """Train (unless ``evaluate_only``), evaluate and write metrics.json and the model folder.
+
+    One step takes ``data.batch_size`` examples, cut across replicas and accumulation micro-steps
+    (:func:`shard_sizes`); each micro-loss is weighed by its share, so a step follows the whole
+    batch's mean loss. With ``trainer.checkpoint_every=N`` a checkpoint is written every N steps
+    and at the end; SIGINT/SIGTERM write one and stop; ``resume=`` continues from the newest
+    good one with the same data order and RNG states, so the result is the uninterrupted run's.
+    """
+    import dataclasses
+
     import torch
+
+    from garden import checkpoint
 
     cfg, data, task = prepared.cfg, prepared.data, prepared.task
     tcfg = cfg.trainer
@@ -97,14 +257,21 @@ def train(prepared: Prepared, backend: Any, output_dir: Path, *, evaluate_only: 
     if tcfg.threads:
         torch.set_num_threads(tcfg.threads)
     backend.precision = tcfg.precision
-    announce(prepared, backend)
+    layout = batch_layout(cfg, backend)
+    if not layout["even"] and not evaluate_only:
+        prepared.notes.append(
+            f"data.batch_size={cfg.data.batch_size} does not split evenly into {layout['replicas']} replicas x "
+            f"{layout['gradient_accumulation_steps']} accumulation steps; micro-batches differ by one example "
+            "and their losses are weighed by size, so a step still follows the whole batch's mean loss")
+    announce(prepared, backend, None if evaluate_only else layout)
 
-    history: list[dict[str, Any]] = []
-    steps_done, samples, seconds = 0, 0, 0.0
+    state = checkpoint.Position()
     if not evaluate_only:
-        train_loader = loader(data.train, data.collate, cfg.data.batch_size, shuffle=task.shuffle_train, seed=cfg.seed,
-                              workers=cfg.data.num_workers)
-        per_epoch = len(train_loader)
+        replica, replicas, accumulation = replicas_of(backend)
+        train_loader, batches, generator = sharded_loader(
+            data.train, data.collate, cfg.data.batch_size, shuffle=task.shuffle_train, seed=cfg.seed,
+            workers=cfg.data.num_workers, replica=replica, replicas=replicas, accumulation=accumulation)
+        per_epoch = batches.global_batches
         total = tcfg.max_steps if tcfg.max_steps is not None else max(1, math.ceil(tcfg.epochs * per_epoch))
         optimizer = torch.optim.AdamW(backend.parameters(), lr=tcfg.lr, weight_decay=tcfg.weight_decay)
         scheduler = schedule(optimizer, tcfg.scheduler, tcfg.warmup_steps, total)
@@ -113,15 +280,59 @@ def train(prepared: Prepared, backend: Any, output_dir: Path, *, evaluate_only: 
         steps_itself = getattr(backend, "steps_optimizer", False)
         if steps_itself:
             backend.follow_optimizer(optimizer, max_grad_norm=tcfg.grad_clip)
-        epoch = 0
-        with progress(quiet) as bar:
-            job = bar.add_task("train", total=total, info="")
-            while steps_done < total:
-                epoch += 1
-                losses = []
-                for batch in train_loader:
+        identity = checkpoint_identity(prepared, backend)
+        data_state = generator.get_state()
+
+        def say(text: str) -> None:
+            if backend.is_writer:
+                console.print(f"[yellow]note:[/] {text}")
+
+        def save_checkpoint() -> Path:
+            state.losses = backend.share(state.losses)  # a pipeline's losses live on its last stage
+            return checkpoint.save(output_dir, state, part=checkpoint_part(backend), optimizer=optimizer,
+                                   scheduler=scheduler, data_state=data_state, identity=identity,
+                                   keep=tcfg.keep_checkpoints)
+
+        if checkpoint.wants_resume(cfg.resume):
+            folder, manifest = checkpoint.latest_good(output_dir, say)
+            saved = {k: manifest.get(k) for k in ("replicas", "stages", "gradient_accumulation_steps")}
+            now = {k: identity[k] for k in saved}
+            if saved != now:
+                raise checkpoint.CheckpointError(
+                    f"checkpoint {folder} was written by {saved['replicas']} replicas x {saved['stages']} stages x "
+                    f"{saved['gradient_accumulation_steps']} accumulation steps, this run has {now['replicas']} x "
+                    f"{now['stages']} x {now['gradient_accumulation_steps']}; resume it with the same ipu.* settings")
+            data_state = checkpoint.load(folder, part=checkpoint_part(backend), optimizer=optimizer,
+                                         scheduler=scheduler, device=getattr(backend, "device", "cpu"))
+            state = checkpoint.Position(**manifest["position"])
+            say(f"resuming from {folder.name}: epoch {state.epoch}, step {state.step} of {total}")
+
+        with progress(quiet) as bar, StopSignals() as stop:
+            job = bar.add_task("train", total=total, completed=state.step, info="")
+            while state.step < total or state.epoch_open:
+                if state.epoch_open:  # resuming mid-epoch: the same order, past the batches done
+                    generator.set_state(data_state)
+                    batches.skip = state.batch
+                else:  # each epoch's order follows from (seed, epoch) alone, as DistributedSampler's
+                    state = dataclasses.replace(state, epoch=state.epoch + 1, batch=0, losses=[], epoch_open=True)
+                    generator.manual_seed(cfg.seed + state.epoch - 1)
+                    data_state = generator.get_state()
+                micro_batches = iter(train_loader)
+                while state.step < total and state.batch < per_epoch:
                     start = time.perf_counter()
-                    loss = backend.train_step(batch)
+                    size = batches.size_of(state.batch)
+                    sizes = shard_sizes(size, replicas, accumulation)[replica]
+                    step_loss: float | None = None
+                    for a, n in enumerate(sizes):
+                        micro = next(micro_batches)
+                        if replicas * accumulation > 1:
+                            loss = backend.train_step(micro, scale=n / size, sync=a == accumulation - 1)
+                        else:
+                            loss = backend.train_step(micro)
+                        if loss is not None:
+                            step_loss = (step_loss or 0.0) + float(loss) * n / size
+                    if replicas > 1 and step_loss is not None:
+                        step_loss = backend.replica_sum(step_loss)
                     if not steps_itself:
                         if tcfg.grad_clip:
                             backend.clip_grad_norm(tcfg.grad_clip)
@@ -130,26 +341,35 @@ def train(prepared: Prepared, backend: Any, output_dir: Path, *, evaluate_only: 
                         warnings.filterwarnings("ignore", "Detected call of `lr_scheduler.step", UserWarning)
                         scheduler.step()
                     optimizer.zero_grad(set_to_none=True)
-                    seconds += time.perf_counter() - start
-                    samples += len(next(iter(v for v in batch.values() if hasattr(v, "__len__"))))
-                    steps_done += 1
-                    if loss is not None:
-                        losses.append(float(loss))
-                    if losses and steps_done % max(1, tcfg.log_every) == 0:
-                        bar.update(job, info=f"loss {sum(losses[-tcfg.log_every:]) / len(losses[-tcfg.log_every:]):.4f}")
+                    state.seconds += time.perf_counter() - start
+                    state.samples += size
+                    state.step += 1
+                    state.batch += 1
+                    if step_loss is not None:
+                        state.losses.append(step_loss)
+                    recent = state.losses[-tcfg.log_every:]
+                    if recent and state.step % max(1, tcfg.log_every) == 0:
+                        bar.update(job, info=f"loss {sum(recent) / len(recent):.4f}")
                     bar.advance(job)
-                    if steps_done >= total:
-                        break
-                record: dict[str, Any] = {"epoch": epoch, "steps": steps_done}
-                if losses:
-                    record["train_loss"] = sum(losses) / len(losses)
+                    stopping = checkpoint.any_true(stop.signal is not None)
+                    if stopping or (tcfg.checkpoint_every and state.step % tcfg.checkpoint_every == 0):
+                        saved_at = save_checkpoint()
+                    if stopping:
+                        stopped(stop.signal, state.step, total, saved_at, output_dir, backend)
+                record: dict[str, Any] = {"epoch": state.epoch, "steps": state.step}
+                if state.losses:
+                    record["train_loss"] = sum(state.losses) / len(state.losses)
                 record = backend.share(record)
                 if tcfg.eval:
                     record.update({f"eval_{k}": v for k, v in evaluate(prepared, backend, bar).items()})
-                history.append(record)
+                state.history.append(record)
+                state.epoch_open = False
+            if tcfg.checkpoint_every:
+                save_checkpoint()
     with progress(quiet) as bar:
         final = evaluate(prepared, backend, bar)
 
+    samples, seconds = state.samples, state.seconds
     metrics = {
         "model": prepared.entry.name,
         "variant": prepared.variant.name,
@@ -160,9 +380,10 @@ def train(prepared: Prepared, backend: Any, output_dir: Path, *, evaluate_only: 
         "weights": prepared.weights_origin,
         "train_examples": len(data.train),
         "eval_examples": len(data.eval),
-        "steps": steps_done,
+        "steps": state.step,
+        "batch": {k: v for k, v in layout.items() if k != "even"},
         "train_samples_per_second": round(samples / seconds, 3) if seconds else None,
-        "history": history,
+        "history": state.history,
         "eval": final,
     }
     model = None if evaluate_only else backend.model_for_saving()  # collective on pipelines
@@ -172,6 +393,19 @@ def train(prepared: Prepared, backend: Any, output_dir: Path, *, evaluate_only: 
             save_model(prepared, model, output_dir / "model", metrics, getattr(backend, "stage_plan", None))
         summary(metrics, output_dir)
     return metrics
+
+
+def stopped(signum: int | None, step: int, total: int, saved_at: Path, output_dir: Path, backend: Any) -> None:
+    """Leave after a stop signal, saying where the checkpoint is and how to continue."""
+    import signal
+
+    name = signal.Signals(signum).name if signum else "a signal to another process"
+    if backend.is_writer:
+        console.print(f"[yellow]stopped[/] by {name} at step {step} of {total}; checkpoint {saved_at}; "
+                      f"continue with the same command and resume={output_dir}")
+    if signum == signal.SIGINT:
+        raise KeyboardInterrupt
+    raise SystemExit(128 + (signum or signal.SIGTERM))
 
 
 def save_model(prepared: Prepared, model: Any, folder: Path, metrics: dict[str, Any], stage_plan: Any = None) -> None:

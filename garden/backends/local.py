@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 from typing import Any
 
 
@@ -20,28 +21,82 @@ def to_device(batch: dict[str, Any], device: Any) -> dict[str, Any]:
     return {k: v.to(device) if hasattr(v, "to") else v for k, v in batch.items()}
 
 
+class Replicated:
+    """A DistributedDataParallel model that still answers the model's own attributes (tasks call
+    helpers such as ``model._get_feat_extract_output_lengths``)."""
+
+    def __init__(self, ddp: Any):
+        self.ddp = ddp
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.ddp(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.ddp.module, name)
+
+
 class LocalBackend:
+    """The whole model in this process; under torchrun, one data-parallel replica per process.
+
+    ``ipu.replication_factor=R`` asks for R replicas: ``torchrun --nproc-per-node R -m garden ...
+    backend=local ipu.replication_factor=R`` wraps the model in ``DistributedDataParallel`` (gloo
+    on CPU, nccl on GPU), which averages gradients across replicas in the backward pass. The
+    trainer hands each replica its share of every batch with the share's weight (``scale``), so
+    the averaged gradient is the whole batch's. ``ipu.gradient_accumulation_steps=A`` runs A
+    micro-steps per optimizer step, gradients synchronised on the last (``sync``).
+    """
+
     name = "local"
-    is_writer = True
 
     def __init__(self, prepared: Any):
         import torch
 
+        from garden.backends import replica_layout
+
+        cfg = prepared.cfg
         self.task = prepared.task
-        self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        world = int(os.environ.get("WORLD_SIZE", "1"))
+        self.replicas, _ = replica_layout(cfg.ipu.replication_factor, 1, world, "local")
+        self.accumulation = cfg.ipu.gradient_accumulation_steps
+        self.replica = int(os.environ.get("RANK", "0")) if self.replicas > 1 else 0
+        self.is_writer = self.replica == 0
+        cuda = torch.cuda.is_available()
+        local = int(os.environ.get("LOCAL_RANK", "0"))
+        self.device = torch.device(f"cuda:{local}" if self.replicas > 1 else "cuda") if cuda else torch.device("cpu")
         self.model = prepared.family.build(prepared.spec).to(self.device)
         self.precision = "fp32"
+        self.ddp: Any = None
+        self._owns_group = False
+        if self.replicas > 1:
+            import torch.distributed as dist
+            from torch.nn.parallel import DistributedDataParallel
+
+            if cuda:
+                torch.cuda.set_device(self.device)
+            if not dist.is_initialized():
+                dist.init_process_group("nccl" if cuda else "gloo")
+                self._owns_group = True
+            # unused parameters (a pooler the task skips) would stall DDP's reduction: look for them
+            self.ddp = DistributedDataParallel(self.model, device_ids=[self.device] if cuda else None,
+                                               find_unused_parameters=True)
 
     def parameters(self):
         return [p for p in self.model.parameters() if p.requires_grad]
 
-    def train_step(self, batch: dict[str, Any]):
+    def train_step(self, batch: dict[str, Any], scale: float = 1.0, sync: bool = True):
+        """Forward and backward of ``loss x scale`` (this micro-batch's share of the global batch);
+        gradients accumulate, and are averaged across replicas when ``sync``."""
         self.model.train()
         batch = to_device(batch, self.device)
-        with autocast(self.precision, self.device.type):
-            output = self.task.forward(self.model, batch)
-        loss = self.task.loss(output, self.task.target(batch))
-        loss.backward()
+        model = Replicated(self.ddp) if self.ddp is not None else self.model
+        with contextlib.ExitStack() as stack:
+            if self.ddp is not None and not sync:
+                stack.enter_context(self.ddp.no_sync())
+            with autocast(self.precision, self.device.type):
+                output = self.task.forward(model, batch)
+            loss = self.task.loss(output, self.task.target(batch))
+            # DDP averages over replicas; the shares' weights already sum to one over all of them
+            (loss * (scale * self.replicas) if (scale != 1.0 or self.replicas > 1) else loss).backward()
         return loss.detach()
 
     def forward(self, batch: dict[str, Any]):
@@ -57,11 +112,41 @@ class LocalBackend:
 
         torch.nn.utils.clip_grad_norm_(self.parameters(), max_norm)
 
+    def replica_sum(self, value: float) -> float:
+        """``value`` summed over the replicas."""
+        import torch
+        import torch.distributed as dist
+
+        total = torch.tensor([value], dtype=torch.float64, device=self.device)
+        dist.all_reduce(total)
+        return float(total.item())
+
+    def gather_replicas(self, obj: Any) -> list | None:
+        """Every replica's ``obj`` (in replica order) on replica 0, ``None`` elsewhere."""
+        import torch.distributed as dist
+
+        out = [None] * self.replicas if self.is_writer else None
+        dist.gather_object(obj, out, dst=0)
+        return out
+
     def share(self, obj: Any) -> Any:
-        return obj
+        """``obj`` as replica 0 has it, on every replica."""
+        if self.replicas == 1:
+            return obj
+        import torch.distributed as dist
+
+        box = [obj]
+        dist.broadcast_object_list(box, src=0)
+        return box[0]
 
     def close(self) -> None:
-        pass
+        if self.replicas > 1:
+            import torch.distributed as dist
+
+            if dist.is_initialized():
+                dist.barrier()
+                if self._owns_group:
+                    dist.destroy_process_group()
 
     def model_for_saving(self):
         return self.model

@@ -5,6 +5,13 @@ the same way, and keeps the blocks of its own stage in a :class:`StageModule`; t
 (GPipe or 1F1B, ``ipu.schedule``) moves micro-batches between ranks. Gradients are scaled by
 the number of micro-batches, and gradient clipping uses the norm over every stage, so one
 step here updates the weights exactly as one local step does. Rank 0 writes the outputs.
+
+With ``ipu.replication_factor=R`` the processes form an R x P grid (a ``DeviceMesh`` with
+dimensions ``replica`` and ``stage``; rank = replica x P + stage): each replica is a pipeline of
+P stages talking inside its ``stage`` group, trains on its share of every batch, and after the
+step's last micro-batch each stage's gradients are summed across its ``replica`` group (the
+trainer weighs each share, so the sum is the whole batch's gradient). ``torchrun
+--nproc-per-node R*P`` runs both at once.
 """
 
 from __future__ import annotations
@@ -63,11 +70,25 @@ class PipelineBackend:
         if cfg.ipu.schedule not in SCHEDULES:
             raise ConfigError(f"ipu.schedule={cfg.ipu.schedule} is not one of: {', '.join(SCHEDULES)}")
         self.training = cfg.mode == "train"
+        self.replicas = cfg.ipu.replication_factor
+        self.accumulation = cfg.ipu.gradient_accumulation_steps
+        if self.replicas == 1:
+            self.stages, self.stage_group, self.replica_group = self.world, None, None
+        else:
+            from torch.distributed.device_mesh import init_device_mesh
+
+            from garden.backends import replica_layout
+
+            _, self.stages = replica_layout(self.replicas, cfg.ipu.ipus_per_replica, self.world, "pipeline")
+            mesh = init_device_mesh(self.device.type, (self.replicas, self.stages),
+                                    mesh_dim_names=("replica", "stage"))
+            self.stage_group, self.replica_group = mesh.get_group("stage"), mesh.get_group("replica")
+        self.replica, self.stage = divmod(self.rank, self.stages)
         self.model = prepared.family.build(prepared.spec).to(self.device)
         self.stage_plan = self._plan()
-        self.is_first, self.is_last = self.rank == 0, self.rank == self.world - 1
+        self.is_first, self.is_last = self.stage == 0, self.stage == self.stages - 1
         self.is_writer = self.rank == 0
-        self.module = stage_module(self.model, self.stage_plan.stage_blocks(self.rank))
+        self.module = stage_module(self.model, self.stage_plan.stage_blocks(self.stage))
         self.precision = "fp32"
         self._schedules: dict[tuple[int, bool], Any] = {}
 
@@ -79,27 +100,30 @@ class PipelineBackend:
 
         cfg, data = self.prepared.cfg, self.prepared.data
         stages = cfg.ipu.ipus_per_replica
-        if stages is not None and stages != self.world:
+        if self.replicas == 1 and stages is not None and stages != self.world:
             raise BackendError(
                 f"ipu.ipus_per_replica={stages} stages but torchrun started {self.world} processes; "
                 f"run torchrun --nproc-per-node {stages} or set ipu.ipus_per_replica={self.world}"
             )
         sample = to_device(next(iter(loader(data.eval, data.collate, cfg.data.batch_size, shuffle=False,
                                              seed=cfg.seed))), self.device)
-        plan = plan_for(self.prepared, self.model, sample, training=self.training, n_stages=self.world)
+        plan = plan_for(self.prepared, self.model, sample, training=self.training, n_stages=self.stages)
         chosen = [list(plan.plan.layers_per_ipu)]
         dist.broadcast_object_list(chosen, src=0)  # measured costs differ between ranks: follow rank 0
         if chosen[0] != list(plan.plan.layers_per_ipu):
-            plan = plan_for(self.prepared, self.model, sample, training=self.training, n_stages=self.world,
+            plan = plan_for(self.prepared, self.model, sample, training=self.training, n_stages=self.stages,
                             layers_per_ipu=chosen[0])
         return plan
 
-    def _schedule(self, n: int, training: bool):
-        key = (n, training)
+    def _schedule(self, n: int, training: bool, shapes: tuple):
+        """A schedule per micro-batch count and input shape: stages size their receive buffers
+        from the first batch they see, and text batches vary in length. Every rank reads the same
+        batches, so each computes the same key without asking the others."""
+        key = (n, training, shapes)
         if key not in self._schedules:
             from torch.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleGPipe
 
-            stage = PipelineStage(self.module, self.rank, self.world, self.device)
+            stage = PipelineStage(self.module, self.stage, self.stages, self.device, group=self.stage_group)
             cls = Schedule1F1B if self.prepared.cfg.ipu.schedule == "1F1B" else ScheduleGPipe
             loss = (lambda output, target: self.task.loss(output, target)) if training else None
             self._schedules[key] = cls(stage, n_microbatches=n, loss_fn=loss)
@@ -113,9 +137,9 @@ class PipelineBackend:
         inputs = self.task.inputs(batch)
         size = inputs[0].shape[0]
         n = micro_batches_for(size, self.prepared.cfg.ipu.micro_batches)
-        if self.world > 1 and n < self.world and training and size >= self.world:
-            n = micro_batches_for(size, max(self.prepared.cfg.ipu.micro_batches, self.world))
-        schedule = self._schedule(n, training)
+        if self.stages > 1 and n < self.stages and training and size >= self.stages:
+            n = micro_batches_for(size, max(self.prepared.cfg.ipu.micro_batches, self.stages))
+        schedule = self._schedule(n, training, tuple(tuple(t.shape) for t in inputs))
         args = inputs if self.is_first else ()
         kwargs: dict[str, Any] = {}
         losses: list = []
@@ -125,12 +149,42 @@ class PipelineBackend:
             output = schedule.step(*args, **kwargs) if training else schedule.eval(*args)
         return output, losses
 
-    def train_step(self, batch: dict[str, Any]):
+    def train_step(self, batch: dict[str, Any], scale: float = 1.0, sync: bool = True):
+        """One pipelined forward and backward over ``batch``; its gradients, times ``scale`` (the
+        batch's share of the global batch), are added to those already accumulated, and summed
+        across replicas when ``sync``."""
         import torch
 
         self.model.train()
+        params = self.parameters()
+        held = [p.grad for p in params]
+        if scale != 1.0 or any(g is not None for g in held):
+            for p in params:  # the schedule rescales .grad by its micro-batch count: keep earlier ones out
+                p.grad = None
         _, losses = self._run(batch, training=True)
+        for p, before in zip(params, held):
+            if p.grad is not None and scale != 1.0:
+                p.grad.mul_(scale)
+            if before is not None:
+                p.grad = before if p.grad is None else p.grad.add_(before)
+        if sync and self.replicas > 1:
+            self._sum_across_replicas(params)
         return torch.stack([l.detach() for l in losses]).mean() if losses else None
+
+    def _sum_across_replicas(self, params: list) -> None:
+        """Each gradient summed over this stage's replicas (one flat all-reduce)."""
+        import torch
+        import torch.distributed as dist
+
+        for p in params:
+            if p.grad is None:
+                p.grad = torch.zeros_like(p)
+        flat = torch.cat([p.grad.reshape(-1) for p in params])
+        dist.all_reduce(flat, group=self.replica_group)
+        offset = 0
+        for p in params:
+            p.grad.copy_(flat[offset:offset + p.numel()].view_as(p.grad))
+            offset += p.numel()
 
     def forward(self, batch: dict[str, Any]):
         import torch
@@ -148,18 +202,42 @@ class PipelineBackend:
         grads = [p.grad for p in self.parameters() if p.grad is not None]
         local = torch.stack([g.detach().float().pow(2).sum() for g in grads]).sum() if grads else torch.zeros(())
         total = local.to(self.device)
-        dist.all_reduce(total)
+        dist.all_reduce(total, group=self.stage_group)  # replicas hold the same gradients: one pipeline
         coef = torch.clamp(max_norm / (total.sqrt() + 1e-6), max=1.0)
         for g in grads:
             g.mul_(coef.to(g.device, g.dtype))
 
     def share(self, obj: Any) -> Any:
-        """``obj`` as the last stage has it (metrics, predictions), on every rank."""
+        """``obj`` as the last stage of replica 0 has it (metrics, predictions), on every rank."""
         import torch.distributed as dist
 
         box = [obj]
-        dist.broadcast_object_list(box, src=self.world - 1)
+        dist.broadcast_object_list(box, src=self.stages - 1)
         return box[0]
+
+    def replica_sum(self, value: float) -> float:
+        """``value`` (a last-stage loss) summed over the replicas' last stages."""
+        import torch
+        import torch.distributed as dist
+
+        total = torch.tensor([value], dtype=torch.float64, device=self.device)
+        dist.all_reduce(total, group=self.replica_group)
+        return float(total.item())
+
+    def gather_replicas(self, obj: Any) -> list | None:
+        """Every replica's ``obj`` on replica 0's last stage (where :meth:`share` reads), in
+        replica order; ``None`` elsewhere. Only last stages hold outputs, so only they gather."""
+        import torch.distributed as dist
+
+        if not self.is_last:
+            return None
+        out = [None] * self.replicas if self.replica == 0 else None
+        dist.gather_object(obj, out, dst=self.stages - 1, group=self.replica_group)
+        return out
+
+    def checkpoint_part(self) -> tuple[str, Any, bool]:
+        """This stage's weights, written by replica 0's process for the stage."""
+        return f"stage-{self.stage}", self.module, self.replica == 0
 
     def close(self) -> None:
         """Wait for every rank (rank 0 may still be writing), then leave the process group."""
@@ -177,6 +255,8 @@ class PipelineBackend:
         for key, value in self.module.state_dict().items():
             _, part, rest = key.split(".", 2)  # parts.<module path with __>.<param>
             state[f"{part.replace('__', '.')}.{rest}"] = value.detach().cpu()
+        if self.replica:
+            state = {}  # replicas hold the same weights: replica 0's stages send theirs
         gathered = [None] * self.world if self.is_writer else None
         dist.gather_object(state, gathered, dst=0)
         if self.is_writer:

@@ -1,0 +1,104 @@
+"""The summary of a Hydra sweep (``python -m garden --multirun ...``): one row per job.
+
+Hydra runs each job of a sweep in its own folder under the sweep dir (``multirun/DATE/TIME/0``,
+``/1``, ...), where garden writes the job's ``metrics.json``. :class:`SweepSummary` is a Hydra
+callback, registered in ``conf/config.yaml`` under ``hydra.callbacks``; when the sweep ends (on
+the machine that launched it, with any launcher: basic, submitit local or Slurm) it reads every
+job's metrics, prints a table and writes ``summary.json`` next to the jobs::
+
+    python -m garden --multirun model=vit task=classify preset=smoke trainer.lr=1e-3,3e-3
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+SUMMARY = "summary.json"
+
+
+def job_overrides(job: Path) -> list[str]:
+    """The overrides Hydra recorded for one job (``.hydra/overrides.yaml``)."""
+    path = job / ".hydra" / "overrides.yaml"
+    if not path.is_file():
+        return []
+    from omegaconf import OmegaConf
+
+    return [str(o) for o in OmegaConf.load(path)]
+
+
+def summarize(sweep_dir: Path) -> dict[str, Any]:
+    """Every job of the sweep in ``sweep_dir``: its swept values, status and final metrics."""
+    jobs = sorted((p for p in sweep_dir.iterdir() if p.is_dir() and p.name.isdigit()), key=lambda p: int(p.name))
+    rows = []
+    for job in jobs:
+        overrides = job_overrides(job)
+        row: dict[str, Any] = {"job": int(job.name), "dir": str(job), "overrides": overrides}
+        metrics_file = job / "metrics.json"
+        if metrics_file.is_file():
+            metrics = json.loads(metrics_file.read_text())
+            row.update(status="done", steps=metrics.get("steps"), eval=metrics.get("eval") or {},
+                       train_samples_per_second=metrics.get("train_samples_per_second"))
+        else:
+            row.update(status="no metrics.json (failed or still running)", eval={})
+        rows.append(row)
+    # the keys whose values differ between jobs are the sweep's axes
+    values: dict[str, set] = {}
+    for row in rows:
+        for o in row["overrides"]:
+            key, _, value = o.partition("=")
+            values.setdefault(key, set()).add(value)
+    swept = [k for k, v in values.items() if len(v) > 1]
+    for row in rows:
+        chosen = dict(o.partition("=")[::2] for o in row["overrides"])
+        row["swept"] = {k: chosen.get(k) for k in swept}
+    return {"sweep_dir": str(sweep_dir), "swept": swept, "jobs": rows}
+
+
+def show(summary: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    metrics = sorted({k for row in summary["jobs"] for k in row["eval"]})
+    table = Table(title=f"sweep · {len(summary['jobs'])} jobs · {summary['sweep_dir']}")
+    table.add_column("job", justify="right")
+    for key in summary["swept"]:
+        table.add_column(key)
+    for key in metrics:
+        table.add_column(f"eval {key}", justify="right")
+    table.add_column("steps", justify="right")
+    table.add_column("status")
+    for row in summary["jobs"]:
+        cells = [str(row["job"]), *(str(row["swept"].get(k)) for k in summary["swept"])]
+        for key in metrics:
+            value = row["eval"].get(key)
+            cells.append(f"{value:.4f}" if isinstance(value, float) else str(value if value is not None else "-"))
+        cells += [str(row.get("steps", "-")), row["status"]]
+        table.add_row(*cells)
+    Console().print(table)
+
+
+def write_summary(sweep_dir: Path) -> dict[str, Any]:
+    from garden.runs import write_json
+
+    summary = summarize(sweep_dir)
+    write_json(sweep_dir / SUMMARY, summary)
+    show(summary)
+    print(f"sweep summary written to {sweep_dir / SUMMARY}")
+    return summary
+
+
+try:  # Hydra is a dependency; the import stays cheap (no torch)
+    from hydra.experimental.callback import Callback as _Callback
+except ImportError:  # pragma: no cover
+    _Callback = object  # type: ignore[misc,assignment]
+
+
+class SweepSummary(_Callback):
+    """Hydra callback: the sweep's table and ``summary.json`` once every job has ended."""
+
+    def on_multirun_end(self, config: Any, **kwargs: Any) -> None:
+        sweep_dir = Path(config.hydra.sweep.dir)
+        if sweep_dir.is_dir():
+            write_summary(sweep_dir)
