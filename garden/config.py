@@ -52,6 +52,7 @@ class DataConfig:
 class TrainerConfig:
     epochs: float = 3.0
     max_steps: Optional[int] = None
+    optimizer: str = "adamw"
     lr: float = 5e-4
     weight_decay: float = 0.01
     warmup_steps: int = 0

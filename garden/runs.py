@@ -144,10 +144,14 @@ def execute(cfg: Any, output_dir: Path, *, command: str | None = None) -> dict[s
     output_dir = agreed_output_dir(output_dir)
     try:
         if cfg.mode == "infer":
-            return infer(prepared, backend, output_dir)
-        return train(prepared, backend, output_dir, evaluate_only=cfg.mode == "eval")
-    finally:
-        backend.close()
+            result = infer(prepared, backend, output_dir)
+        else:
+            result = train(prepared, backend, output_dir, evaluate_only=cfg.mode == "eval")
+    except BaseException:
+        backend.close(failed=True)  # no farewell collective: the other ranks may be elsewhere
+        raise
+    backend.close()
+    return result
 
 
 def agreed_output_dir(output_dir: Path) -> Path:

@@ -132,6 +132,22 @@ def replicas_of(backend: Any) -> tuple[int, int, int]:
     return getattr(backend, "replica", 0), getattr(backend, "replicas", 1), getattr(backend, "accumulation", 1)
 
 
+OPTIMIZERS = ("adamw", "sgd")
+
+
+def make_optimizer(tcfg: Any, parameters: list):
+    """``trainer.optimizer``: AdamW (the fine-tuning default) or plain SGD with momentum 0.9."""
+    import torch
+
+    from garden.errors import ConfigError
+
+    if tcfg.optimizer == "adamw":
+        return torch.optim.AdamW(parameters, lr=tcfg.lr, weight_decay=tcfg.weight_decay)
+    if tcfg.optimizer == "sgd":
+        return torch.optim.SGD(parameters, lr=tcfg.lr, momentum=0.9, weight_decay=tcfg.weight_decay)
+    raise ConfigError(f"trainer.optimizer={tcfg.optimizer} is not one of: {', '.join(OPTIMIZERS)}")
+
+
 def evaluate(prepared: Prepared, backend: Any, bar: Progress | None = None) -> dict[str, float]:
     """The task's metrics over the eval split; replicas evaluate their shares of each batch and the
     task's metrics are computed once over everything gathered (so they equal one process's)."""
@@ -273,7 +289,7 @@ def train(prepared: Prepared, backend: Any, output_dir: Path, *, evaluate_only: 
             workers=cfg.data.num_workers, replica=replica, replicas=replicas, accumulation=accumulation)
         per_epoch = batches.global_batches
         total = tcfg.max_steps if tcfg.max_steps is not None else max(1, math.ceil(tcfg.epochs * per_epoch))
-        optimizer = torch.optim.AdamW(backend.parameters(), lr=tcfg.lr, weight_decay=tcfg.weight_decay)
+        optimizer = make_optimizer(tcfg, backend.parameters())
         scheduler = schedule(optimizer, tcfg.scheduler, tcfg.warmup_steps, total)
         # A backend that ``steps_optimizer`` (ipu: poptorch updates the weights on the device)
         # follows this optimizer's settings and scheduled lr; the loop then neither clips nor steps.

@@ -10,7 +10,7 @@ Every backend offers the same small surface to the trainer::
     clip_grad_norm(max)     clip by the global norm over all parameters of the model
     share(obj)              ``obj`` as the process holding the outputs has it, on every process
     model_for_saving()      the whole model, on the writing process (collective: all call it)
-    close()                 release devices and process groups at the end of a run
+    close(failed)           release devices and process groups at the end of a run
     is_writer               whether this process writes outputs
 
 Data-parallel replicas (``ipu.replication_factor``) and gradient accumulation

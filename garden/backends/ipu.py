@@ -322,7 +322,7 @@ class IPUBackend:
     def share(self, obj: Any) -> Any:
         return obj
 
-    def close(self) -> None:
+    def close(self, failed: bool = False) -> None:
         """Release the IPUs held by the compiled models."""
         for compiled in self._compiled.values():
             if compiled.isCompiled() and compiled.isAttachedToDevice():

@@ -139,8 +139,9 @@ class LocalBackend:
         dist.broadcast_object_list(box, src=0)
         return box[0]
 
-    def close(self) -> None:
-        if self.replicas > 1:
+    def close(self, failed: bool = False) -> None:
+        """Leave the replicas' process group; after a failure, without waiting for the others."""
+        if self.replicas > 1 and not failed:
             import torch.distributed as dist
 
             if dist.is_initialized():

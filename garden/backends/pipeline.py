@@ -40,6 +40,7 @@ def stage_module(model: Any, blocks: list):
         def forward(self, *carry):
             for block in blocks:
                 carry = block.run(self.whole, *carry)
+            carry = tuple(t.contiguous() for t in carry)  # sent to the next rank: no expanded views
             return carry if len(carry) > 1 else carry[0]
 
     return StageModule()
@@ -88,7 +89,8 @@ class PipelineBackend:
         self.stage_plan = self._plan()
         self.is_first, self.is_last = self.stage == 0, self.stage == self.stages - 1
         self.is_writer = self.rank == 0
-        self.module = stage_module(self.model, self.stage_plan.stage_blocks(self.stage))
+        self.module = stage_module(self.model, self.stage_plan.sequential_stage_blocks(self.stage))
+        self.tied, self.tied_group = self._tie_first_and_last_stage()
         self.precision = "fp32"
         self._schedules: dict[tuple[int, bool], Any] = {}
 
@@ -115,19 +117,95 @@ class PipelineBackend:
                             layers_per_ipu=chosen[0])
         return plan
 
-    def _schedule(self, n: int, training: bool, shapes: tuple):
+    def _tie_first_and_last_stage(self) -> tuple[list, Any]:
+        """Parameters a tied head on the last stage shares with the embeddings on the first.
+
+        Each of the two processes holds its own copy; their gradients are summed between the two
+        after every backward (as Megatron does for tied embeddings), so both copies take the same
+        steps and equal the single shared parameter of a local run.
+        """
+        import torch.distributed as dist
+
+        from garden.partition.stages import block_parameters
+
+        if self.stages == 1:
+            return [], None
+        names: list[str] = []
+        by_name = {b.name: b for b in self.stage_plan.blocks}
+        for block in self.stage_plan.tied_blocks():
+            shared = {id(p) for p in block_parameters(self.model, by_name[block.tied_to]).values()}
+            names += sorted(n for n, p in block_parameters(self.model, block).items() if id(p) in shared)
+        if not names:
+            return [], None
+        group = None
+        for replica in range(self.replicas):  # every rank creates every group, in the same order
+            ranks = [replica * self.stages, replica * self.stages + self.stages - 1]
+            made = dist.new_group(ranks)
+            if self.rank in ranks:
+                group = made
+        if not (self.is_first or self.is_last):
+            return [], None
+        return [self.model.get_parameter(n) for n in names], group
+
+    def _sum_tied_gradients(self) -> None:
+        import torch
+        import torch.distributed as dist
+
+        for p in self.tied:
+            if p.grad is None:
+                p.grad = torch.zeros_like(p)
+            dist.all_reduce(p.grad, group=self.tied_group)
+
+    def _schedule(self, n: int, training: bool, inputs: tuple):
         """A schedule per micro-batch count and input shape: stages size their receive buffers
         from the first batch they see, and text batches vary in length. Every rank reads the same
         batches, so each computes the same key without asking the others."""
-        key = (n, training, shapes)
+        key = (n, training, tuple(tuple(t.shape) for t in inputs))
         if key not in self._schedules:
             from torch.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleGPipe
 
-            stage = PipelineStage(self.module, self.stage, self.stages, self.device, group=self.stage_group)
-            cls = Schedule1F1B if self.prepared.cfg.ipu.schedule == "1F1B" else ScheduleGPipe
-            loss = (lambda output, target: self.task.loss(output, target)) if training else None
+            static = self._static_arguments(tuple(t.tensor_split(n)[0] for t in inputs), training)
+            stage = PipelineStage(self.module, self.stage, self.stages, self.device, group=self.stage_group, **static)
+            # 1F1B needs a micro-batch per stage; a single graph (or a tiny batch) runs as GPipe
+            one_f_one_b = self.prepared.cfg.ipu.schedule == "1F1B" and n >= self.stages
+            cls = Schedule1F1B if one_f_one_b else ScheduleGPipe
+            loss = self._micro_batch_loss if training else None
             self._schedules[key] = cls(stage, n_microbatches=n, loss_fn=loss)
         return self._schedules[key]
+
+    def _static_arguments(self, micro: tuple, training: bool) -> dict[str, Any]:
+        """What this stage receives and sends for one micro-batch (and the gradients flowing back),
+        found by running the stages before it here: every rank holds the whole model. Static
+        shapes spare the stages their run-time shape inference, which feeds blocks uninitialised
+        tensors, wrong for blocks that read what they carry (lengths from a mask, edge indices)."""
+        import torch
+
+        carry = micro
+        with torch.no_grad():
+            for earlier in range(self.stage):
+                for block in self.stage_plan.sequential_stage_blocks(earlier):
+                    carry = block.run(self.model, *carry)
+            example_in = tuple(t.contiguous() for t in carry)
+            out = self.module(*example_in)
+        example_out = out if isinstance(out, tuple) else (out,)
+        static: dict[str, Any] = {"input_args": example_in, "output_args": example_out}
+        if training:  # what crosses a stage boundary carries gradients back (run under no_grad above)
+            for t in (*([] if self.is_first else example_in), *([] if self.is_last else example_out)):
+                if t.is_floating_point():
+                    t.requires_grad_(True)
+
+            def grads(tensors: tuple, flows: bool) -> tuple:
+                return tuple(torch.zeros_like(t) if flows and t.is_floating_point() else None for t in tensors)
+
+            static["input_grads"] = grads(example_in, not self.is_first)
+            static["output_grads"] = grads(example_out, not self.is_last)
+        return static
+
+    def _micro_batch_loss(self, output: Any, target: Any) -> Any:
+        """A micro-batch's loss, weighted by its share of the batch's loss units (labelled tokens
+        for a language model), so the schedule's average of micro-batch losses is the batch loss."""
+        n, total = self._weighting
+        return self.task.loss(output, target) * (self.task.loss_units(target) * n / total)
 
     def parameters(self):
         return [p for p in self.module.parameters() if p.requires_grad]
@@ -139,12 +217,14 @@ class PipelineBackend:
         n = micro_batches_for(size, self.prepared.cfg.ipu.micro_batches)
         if self.stages > 1 and n < self.stages and training and size >= self.stages:
             n = micro_batches_for(size, max(self.prepared.cfg.ipu.micro_batches, self.stages))
-        schedule = self._schedule(n, training, tuple(tuple(t.shape) for t in inputs))
+        schedule = self._schedule(n, training, inputs)
         args = inputs if self.is_first else ()
         kwargs: dict[str, Any] = {}
         losses: list = []
         if self.is_last and training:
-            kwargs = {"target": self.task.target(batch), "losses": losses}
+            target = self.task.target(batch)
+            self._weighting = (n, max(1.0, self.task.loss_units(target)))
+            kwargs = {"target": target, "losses": losses}
         with autocast(self.precision, self.device.type):
             output = schedule.step(*args, **kwargs) if training else schedule.eval(*args)
         return output, losses
@@ -162,6 +242,7 @@ class PipelineBackend:
             for p in params:  # the schedule rescales .grad by its micro-batch count: keep earlier ones out
                 p.grad = None
         _, losses = self._run(batch, training=True)
+        self._sum_tied_gradients()
         for p, before in zip(params, held):
             if p.grad is not None and scale != 1.0:
                 p.grad.mul_(scale)
@@ -199,13 +280,15 @@ class PipelineBackend:
         import torch
         import torch.distributed as dist
 
-        grads = [p.grad for p in self.parameters() if p.grad is not None]
+        counted_elsewhere = {id(p) for p in self.tied} if self.is_last else set()  # the first stage counts them
+        grads = [p.grad for p in self.parameters() if p.grad is not None and id(p) not in counted_elsewhere]
         local = torch.stack([g.detach().float().pow(2).sum() for g in grads]).sum() if grads else torch.zeros(())
         total = local.to(self.device)
         dist.all_reduce(total, group=self.stage_group)  # replicas hold the same gradients: one pipeline
         coef = torch.clamp(max_norm / (total.sqrt() + 1e-6), max=1.0)
-        for g in grads:
-            g.mul_(coef.to(g.device, g.dtype))
+        for p in self.parameters():
+            if p.grad is not None:
+                p.grad.mul_(coef.to(p.grad.device, p.grad.dtype))
 
     def share(self, obj: Any) -> Any:
         """``obj`` as the last stage of replica 0 has it (metrics, predictions), on every rank."""
@@ -239,11 +322,14 @@ class PipelineBackend:
         """This stage's weights, written by replica 0's process for the stage."""
         return f"stage-{self.stage}", self.module, self.replica == 0
 
-    def close(self) -> None:
-        """Wait for every rank (rank 0 may still be writing), then leave the process group."""
+    def close(self, failed: bool = False) -> None:
+        """Wait for every rank (rank 0 may still be writing), then leave the process group.
+
+        After a failure there is no barrier: another rank may be stuck in a different
+        collective, and waiting would hang the run instead of ending it with the error."""
         import torch.distributed as dist
 
-        if dist.is_initialized():
+        if dist.is_initialized() and not failed:
             dist.barrier()
             dist.destroy_process_group()
 

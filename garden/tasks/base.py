@@ -63,6 +63,13 @@ class Task:
         """The model's output for ``batch`` (logits)."""
         raise NotImplementedError
 
+    def loss_units(self, target: Any) -> float:
+        """How many things ``loss`` averages over for ``target``: examples by default, labelled
+        tokens for token-level losses. A pipeline re-weights its micro-batches' losses by this so
+        that they average to exactly the whole batch's loss."""
+        first = target[0] if isinstance(target, (tuple, list)) else target
+        return float(first.shape[0])
+
     def loss(self, output: Any, target: Any) -> Any:
         raise NotImplementedError
 

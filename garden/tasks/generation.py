@@ -212,6 +212,9 @@ class CausalLM(Generative):
         return {"input_ids": padded(rows, self.pad_id), "attention_mask": padded([[1] * len(r) for r in rows], 0),
                 "labels": padded(rows, IGNORE)}
 
+    def loss_units(self, target: Any) -> float:
+        return float((target[:, 1:] != IGNORE).sum())
+
     def loss(self, output: Any, target: Any) -> Any:
         import torch.nn.functional as F
 
@@ -319,6 +322,9 @@ class Seq2Seq(Generative):
         return {"input_ids": padded(rows, self.pad_id), "attention_mask": padded([[1] * len(r) for r in rows], 0),
                 "decoder_input_ids": padded([[self.start_id, *e["labels"][:-1]] for e in examples], self.pad_id),
                 "labels": padded([e["labels"] for e in examples], IGNORE)}
+
+    def loss_units(self, target: Any) -> float:
+        return float((target != IGNORE).sum())
 
     def loss(self, output: Any, target: Any) -> Any:
         import torch.nn.functional as F

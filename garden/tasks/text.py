@@ -288,6 +288,9 @@ class TokenClassification(TextTask):
         out["labels"] = align_labels(word_ids, labels if labels is not None else [IGNORE] * len(words))
         return out
 
+    def loss_units(self, target: Any) -> float:
+        return float((target != IGNORE).sum())
+
     def loss(self, output: Any, target: Any) -> Any:
         import torch.nn.functional as F
 
@@ -590,6 +593,9 @@ class MaskedLM(TextTask):
             example["input_ids"], special, tokenizer.mask_token_id, len(tokenizer), generator, self.masking)
         example["text"] = text
         return example
+
+    def loss_units(self, target: Any) -> float:
+        return float((target != IGNORE).sum())
 
     def loss(self, output: Any, target: Any) -> Any:
         import torch.nn.functional as F
