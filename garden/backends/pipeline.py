@@ -214,8 +214,8 @@ class PipelineBackend:
         batch = to_device(batch, self.device)
         inputs = self.task.inputs(batch)
         size = inputs[0].shape[0]
-        n = micro_batches_for(size, self.prepared.cfg.ipu.micro_batches)
-        if self.stages > 1 and n < self.stages and training and size >= self.stages:
+        n = micro_batches_for(size, self.prepared.cfg.ipu.micro_batches) if self.task.splittable else 1
+        if self.task.splittable and self.stages > 1 and n < self.stages and training and size >= self.stages:
             n = micro_batches_for(size, max(self.prepared.cfg.ipu.micro_batches, self.stages))
         schedule = self._schedule(n, training, inputs)
         args = inputs if self.is_first else ()

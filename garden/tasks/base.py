@@ -41,6 +41,9 @@ class Task:
     greater_is_better = True
     #: whether training batches are shuffled (a stream of timestamped events keeps its order)
     shuffle_train = True
+    #: whether a batch can be cut along its first dimension into pipeline micro-batches
+    #: (a graph cannot: its edges index its nodes, so it travels whole)
+    splittable = True
     #: whether ``infer.precision=auto`` may pick bf16 (classification: yes; fine regression: no)
     bf16_inference = True
 

@@ -121,6 +121,7 @@ def collate(examples: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 class LinkPrediction(Task):
+    splittable = False
     name = "link-predict"
     metric = "average_precision"
 

@@ -100,6 +100,7 @@ def collate(examples: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 class MoleculeRegression(Task):
+    splittable = False
     name = "graph-regress"
     metric = "mae"
     greater_is_better = False

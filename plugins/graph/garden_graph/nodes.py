@@ -227,6 +227,7 @@ class ClusterBatches:
 
 
 class NodeClassification(Task):
+    splittable = False
     name = "node-classify"
     metric = "accuracy"
 

@@ -1,0 +1,171 @@
+"""Two-stage pipeline training throughput against one process, at one thread per process.
+
+    python bench/pipeline.py            # ViT-base (random init, 112x112), batch 16, 8 micro-batches
+    python bench/pipeline.py --quick    # ViT-tiny: a smoke run of the same machinery
+    python bench/pipeline.py --image-size 224 --steps 4
+
+Both sides run garden's own training loop (:func:`garden.trainer.train`) on the same config:
+
+* ``1 process``: ``backend=local`` with one torch thread (OMP_NUM_THREADS=1, trainer.threads=1);
+* ``2-stage pipeline``: ``torchrun --nproc-per-node 2`` with ``backend=pipeline
+  ipu.ipus_per_replica=2 ipu.micro_batches=8`` (1F1B, gloo), one thread per process, stages
+  planned by garden's planner (ipu.cost=flops).
+
+Each run is a fresh subprocess (this file re-run with ``--worker``); a wrapper on
+``backend.train_step`` records when each step starts, and samples/s is taken between the start
+of the first step after ``--warmup`` and the start of the last, so start-up, the model build,
+the planner and the final evaluation/save are left out. The two sides alternate round by round
+and medians are compared.
+
+Target: pipeline ÷ one process >= 1.6 (the bubble of 2 stages x 8 micro-batches allows 1/(1 +
+1/8) x 2 = 1.78). Two processes on a two-core machine need both cores: other users' load
+shows directly in the ratio, so the load average is printed with every round.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import ROOT, header, load, median, table, verdict  # noqa: E402
+
+
+def worker(args: argparse.Namespace) -> None:
+    """One run of garden's train() (a torchrun rank or the single process): prints step start times."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    import torch
+
+    from garden.backends import select_backend
+    from garden.config import compose
+    from garden.runs import prepare
+    from garden.trainer import train
+
+    overrides = json.loads(args.worker)
+    cfg = compose(overrides)
+    starts: list[float] = []
+    cpu: list[float] = []
+    with open(os.devnull, "w") as null, contextlib.redirect_stdout(null), contextlib.redirect_stderr(null), \
+            warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.set_num_threads(1)
+        prepared = prepare(cfg)
+        backend = select_backend(cfg, prepared)
+        step = backend.train_step
+
+        def timed_step(batch, *a, **k):
+            starts.append(time.perf_counter())
+            cpu.append(time.process_time())
+            return step(batch, *a, **k)
+
+        backend.train_step = timed_step
+        plan = getattr(backend, "stage_plan", None)
+        with tempfile.TemporaryDirectory() as tmp:
+            try:
+                train(prepared, backend, Path(tmp))
+            finally:
+                backend.close()
+    layout = list(plan.plan.layers_per_ipu) if plan is not None else None
+    ratio = plan.plan.bottleneck_ratio if plan is not None else None
+    print("RESULT " + json.dumps({"rank": int(os.environ.get("RANK", 0)), "starts": starts, "cpu": cpu, "layout": layout,
+                                  "bottleneck_ratio": ratio, "threads": torch.get_num_threads()}), flush=True)
+
+
+def launch(overrides: list[str], processes: int) -> dict:
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
+    me = [str(Path(__file__).resolve()), "--worker", json.dumps(overrides)]
+    if processes == 1:
+        argv = [sys.executable, *me]
+    else:
+        argv = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={processes}", *me]
+    with tempfile.TemporaryDirectory() as cwd:
+        proc = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
+    results = [json.loads(line.split("RESULT ", 1)[1]) for line in proc.stdout.splitlines() if "RESULT " in line]
+    if proc.returncode != 0 or not results:
+        raise SystemExit(f"{' '.join(argv[:6])} ... failed ({proc.returncode}):\n{(proc.stdout + proc.stderr)[-3000:]}")
+    last = max(results, key=lambda r: r["rank"])  # the last stage: its step cadence is the pipeline's
+    last["busiest_cpu"] = max((r["cpu"] for r in results), key=lambda c: c[-1] - c[0])
+    return last
+
+
+def rate(starts: list[float], warmup: int, batch: int) -> float:
+    timed = starts[warmup:]
+    return batch * (len(timed) - 1) / (timed[-1] - timed[0])
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--quick", action="store_true", help="ViT-tiny, few steps, one round: a smoke run")
+    p.add_argument("--worker", help=argparse.SUPPRESS)
+    p.add_argument("--variant", default=None, help="ViT variant (default base, quick tiny)")
+    p.add_argument("--image-size", type=int, default=112, help="input size for base (default 112; 224 is ~4x slower)")
+    p.add_argument("--batch", type=int, default=16)
+    p.add_argument("--micro-batches", type=int, default=8)
+    p.add_argument("--steps", type=int, default=None, help="timed steps per run (default 5, quick 4)")
+    p.add_argument("--warmup", type=int, default=2)
+    p.add_argument("--repeats", type=int, default=None, help="rounds (default 2, quick 1)")
+    args = p.parse_args()
+    if args.worker:
+        worker(args)
+        return 0
+    variant = args.variant or ("tiny" if args.quick else "base")
+    steps = args.steps or (4 if args.quick else 5)
+    repeats = args.repeats or (1 if args.quick else 2)
+    total = args.warmup + steps + 1
+    common = ["model=vit", "task=classify", "weights=random", f"model.variant={variant}", f"data.batch_size={args.batch}",
+              f"trainer.max_steps={total}", "trainer.eval=false", "data.eval_limit=2", "data.limit=512",
+              "trainer.threads=1", "trainer.precision=fp32", "trainer.warmup_steps=0"]
+    if variant != "tiny":
+        common.append(f"+model.options.config.image_size={args.image_size}")
+    local = [*common, "backend=local"]
+    piped = [*common, "backend=pipeline", "ipu.ipus_per_replica=2", f"ipu.micro_batches={args.micro_batches}",
+             "ipu.cost=flops"]
+
+    import torch  # noqa: F401  (for the machine line)
+
+    header("2-stage pipeline vs one process, training, 1 thread per process", threads=1)
+    size = args.image_size if variant != "tiny" else 32
+    print(f"model: ViT-{variant} (random init), {size}x{size} images, batch {args.batch}, "
+          f"{args.micro_batches} micro-batches, fp32, AdamW; {steps} timed steps after {args.warmup} warm-up; "
+          f"{repeats} rounds\n", flush=True)
+    rates: dict[str, list[float]] = {"1 process": [], "2-stage pipeline": []}
+    cpu_rates: dict[str, list[float]] = {"1 process": [], "2-stage pipeline": []}
+    loads, layout, plan_ratio = [], None, None
+    for r in range(repeats):
+        order = [("1 process", local, 1), ("2-stage pipeline", piped, 2)]
+        for name, overrides, procs in (order if r % 2 == 0 else order[::-1]):
+            before = load()
+            result = launch(overrides, procs)
+            rates[name].append(rate(result["starts"], args.warmup, args.batch))
+            cpu_rates[name].append(rate(result["busiest_cpu"], args.warmup, args.batch))
+            loads.append(before)
+            if result["layout"]:
+                layout, plan_ratio = result["layout"], result["bottleneck_ratio"]
+            print(f"round {r + 1} {name:17s} {rates[name][-1]:7.2f} samples/s "
+                  f"({rates[name][-1] / args.batch:.3f} steps/s; load avg before: {before})", flush=True)
+    speedup = median(rates["2-stage pipeline"]) / median(rates["1 process"])
+    bubble = 1 / (1 + 1 / args.micro_batches)
+    print()
+    print(table([[k, " ".join(f"{x:.2f}" for x in v), f"{median(v):.2f}", f"{median(v) / args.batch:.3f}"]
+                 for k, v in rates.items()], ["side", "samples/s per round", "median samples/s", "steps/s"]))
+    print(f"\nplanned layers_per_ipu {layout} (FLOPs bottleneck ÷ ideal {plan_ratio:.3f}); "
+          f"upper bound from the bubble: {2 * bubble:.2f}x")
+    cpu_speedup = median(cpu_rates["2-stage pipeline"]) / median(cpu_rates["1 process"])
+    print(f"CPU-time estimate for an idle machine: one process's CPU s/step ÷ the busiest rank's = {cpu_speedup:.2f}x "
+          "(leaves out the bubble's idle time, so an upper bound)")
+    print(f"pipeline ÷ one process: {speedup:.2f}x (target >= 1.6x): {verdict(speedup >= 1.6)}")
+    print(f"load avg at end: {load()}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
