@@ -37,7 +37,7 @@ def model_card(prepared: Any, metrics: dict[str, Any], command: str | None) -> s
         "## Training",
         "",
         f"- steps: {metrics.get('steps')}, backend: {metrics.get('backend')}",
-        f"- stage plan: see `ipu_config.json` (Optimum Graphcore format)",
+        "- stage plan: see `ipu_config.json` (Optimum Graphcore format)",
         "",
         "Reproduce with:",
         "",

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from garden.errors import ConfigError, DataError
-from garden.tasks.base import Task, TaskData, limit, split
+from garden.tasks.base import Classification, Task, TaskData, limit, split
 
 AUDIO_SUFFIXES = (".wav", ".flac", ".ogg")
 FILE_COLUMNS = ("file", "path", "audio")
@@ -386,7 +386,7 @@ class SpeechRecognition(SpeechTask):
         return rows
 
 
-class AudioClassification(SpeechTask):
+class AudioClassification(Classification, SpeechTask):
     """Utterance classification (keyword spotting, speaker identification): pooled frames -> logits.
 
     The class is the CSV's ``label`` column (``data.options.label_column`` picks another, e.g.
@@ -409,30 +409,3 @@ class AudioClassification(SpeechTask):
 
     def forward(self, model: Any, batch: dict[str, Any]) -> Any:
         return model(input_values=batch["input_values"], attention_mask=batch["attention_mask"]).logits
-
-    def loss(self, output: Any, target: Any) -> Any:
-        import torch.nn.functional as F
-
-        return F.cross_entropy(output.float(), target)
-
-    def evaluate(self, outputs: list[Any], batches: list[dict[str, Any]]) -> dict[str, float]:
-        import torch
-
-        logits = torch.cat([o.float() for o in outputs])
-        labels = torch.cat([b["labels"] for b in batches])
-        return {"accuracy": (logits.argmax(-1) == labels).float().mean().item(),
-                "loss": self.loss(logits, labels).item()}
-
-    def predict(self, output: Any, batch: dict[str, Any], data: TaskData, top_k: int) -> list[dict]:
-        probs = output.float().softmax(-1)
-        scores, indices = probs.topk(min(top_k, probs.shape[-1]), dim=-1)
-        names = data.labels or ()
-        rows = []
-        for i, (s, idx) in enumerate(zip(scores.tolist(), indices.tolist())):
-            row: dict[str, Any] = {"input": batch["input_names"][i]}
-            if "labels" in batch:
-                row["label"] = names[int(batch["labels"][i])]
-            row["predictions"] = [{"label": names[j] if j < len(names) else str(j), "score": round(p, 6)}
-                                  for p, j in zip(s, idx)]
-            rows.append(row)
-        return rows

@@ -89,6 +89,42 @@ class Task:
         raise DataError(f"task '{self.name}' does not read infer.inputs files")
 
 
+class Classification(Task):
+    """One class per example (images, sentences, utterances, questions): cross-entropy, accuracy,
+    and the top-k class names with their probabilities as predictions."""
+
+    metric = "accuracy"
+    #: the batch key naming each example in the predictions (a file, the sentence itself)
+    input_key = "input_names"
+
+    def loss(self, output: Any, target: Any) -> Any:
+        import torch.nn.functional as F
+
+        return F.cross_entropy(output.float(), target)
+
+    def evaluate(self, outputs: list[Any], batches: list[dict[str, Any]]) -> dict[str, float]:
+        import torch
+
+        logits = torch.cat([o.float() for o in outputs])
+        labels = torch.cat([b["labels"] for b in batches])
+        return {"accuracy": (logits.argmax(-1) == labels).float().mean().item(),
+                "loss": self.loss(logits, labels).item()}
+
+    def predict(self, output: Any, batch: dict[str, Any], data: TaskData, top_k: int) -> list[dict]:
+        probs = output.float().softmax(-1)
+        scores, indices = probs.topk(min(top_k, probs.shape[-1]), dim=-1)
+        names = data.labels or ()
+        rows = []
+        for i, (s, idx) in enumerate(zip(scores.tolist(), indices.tolist())):
+            row: dict[str, Any] = {"input": batch[self.input_key][i] if self.input_key in batch else None}
+            if "labels" in batch:
+                row["label"] = names[int(batch["labels"][i])] if names else int(batch["labels"][i])
+            row["predictions"] = [{"label": names[j] if j < len(names) else str(j), "score": round(p, 6)}
+                                  for p, j in zip(s, idx)]
+            rows.append(row)
+        return rows
+
+
 def split(items: list[Any], eval_fraction: float, seed: int) -> tuple[list[Any], list[Any]]:
     """A seeded shuffle and a train/eval split that keeps at least one example on each side."""
     if len(items) < 2:

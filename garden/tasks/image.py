@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from garden.errors import DataError
-from garden.tasks.base import Task, TaskData, limit, split
+from garden.tasks.base import Classification, TaskData, limit, split
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".webp", ".tif", ".tiff")
 
@@ -85,7 +85,7 @@ def collate(examples: list[dict[str, Any]]) -> dict[str, Any]:
     return batch
 
 
-class ImageClassification(Task):
+class ImageClassification(Classification):
     name = "classify"
     metric = "accuracy"
 
@@ -112,36 +112,6 @@ class ImageClassification(Task):
 
     def forward(self, model: Any, batch: dict[str, Any]) -> Any:
         return model(pixel_values=batch["pixel_values"]).logits
-
-    def loss(self, output: Any, target: Any) -> Any:
-        import torch.nn.functional as F
-
-        return F.cross_entropy(output.float(), target)
-
-    def evaluate(self, outputs: list[Any], batches: list[dict[str, Any]]) -> dict[str, float]:
-        import torch
-
-        logits = torch.cat([o.float() for o in outputs])
-        labels = torch.cat([b["labels"] for b in batches])
-        return {
-            "accuracy": (logits.argmax(-1) == labels).float().mean().item(),
-            "loss": self.loss(logits, labels).item(),
-        }
-
-    def predict(self, output: Any, batch: dict[str, Any], data: TaskData, top_k: int) -> list[dict]:
-        probs = output.float().softmax(-1)
-        scores, indices = probs.topk(min(top_k, probs.shape[-1]), dim=-1)
-        names = data.labels or ()
-        rows = []
-        for i, (s, idx) in enumerate(zip(scores.tolist(), indices.tolist())):
-            row = {"input": batch.get("input_names", [None] * len(scores))[i]}
-            if "labels" in batch:
-                row["label"] = names[int(batch["labels"][i])] if names else int(batch["labels"][i])
-            row["predictions"] = [
-                {"label": names[j] if j < len(names) else str(j), "score": round(p, 6)} for p, j in zip(s, idx)
-            ]
-            rows.append(row)
-        return rows
 
     def load_inputs(self, pattern: str, preprocessor: Any, data: TaskData) -> list[Any]:
         from PIL import Image

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from garden.errors import DataError
-from garden.tasks.base import Task, TaskData, limit, split
+from garden.tasks.base import Classification, Task, TaskData, limit, split
 from garden.text import (
     check_fields, default_data, fit_lengths, hub_records, load_records, max_length, read_inputs, vocabulary_info,
 )
@@ -127,12 +127,14 @@ PAIRS = (("sentence1", "sentence2"), ("question", "sentence"), ("premise", "hypo
 SINGLES = ("sentence", "text")
 
 
-class SequenceClassification(TextTask):
+class SequenceClassification(Classification, TextTask):
     """Sentence (or sentence-pair) classification; predictions are labels with scores.
 
     Records need a label and a text field: ``sentence`` or ``text``, or a pair such as
     ``sentence1``/``sentence2`` or ``premise``/``hypothesis`` (GLUE's names).
     """
+
+    input_key = "text"
 
     name = "classify"
     metric = "accuracy"
@@ -161,33 +163,6 @@ class SequenceClassification(TextTask):
         train, held_out = self.split_data(cfg, examples)
         return TaskData(train=train, eval=held_out, collate=Padder(preprocessor.pad_token_id), labels=names,
                         info=vocabulary_info(preprocessor), source=source)
-
-    def loss(self, output: Any, target: Any) -> Any:
-        import torch.nn.functional as F
-
-        return F.cross_entropy(output.float(), target)
-
-    def evaluate(self, outputs: list[Any], batches: list[dict[str, Any]]) -> dict[str, float]:
-        import torch
-
-        logits = torch.cat([o.float() for o in outputs])
-        labels = torch.cat([b["labels"] for b in batches])
-        return {"accuracy": (logits.argmax(-1) == labels).float().mean().item(),
-                "loss": self.loss(logits, labels).item()}
-
-    def predict(self, output: Any, batch: dict[str, Any], data: TaskData, top_k: int) -> list[dict]:
-        probs = output.float().softmax(-1)
-        scores, indices = probs.topk(min(top_k, probs.shape[-1]), dim=-1)
-        names = data.labels or ()
-        rows = []
-        for i, (s, idx) in enumerate(zip(scores.tolist(), indices.tolist())):
-            row: dict[str, Any] = {"input": batch["text"][i]}
-            if "labels" in batch:
-                row["label"] = names[int(batch["labels"][i])]
-            row["predictions"] = [{"label": names[j] if j < len(names) else str(j), "score": round(p, 6)}
-                                  for p, j in zip(s, idx)]
-            rows.append(row)
-        return rows
 
     def load_inputs(self, pattern: str, preprocessor: Any, data: TaskData) -> list[Any]:
         size = max_length_of(preprocessor)

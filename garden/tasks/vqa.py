@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from garden.errors import DataError
-from garden.tasks.base import Task, TaskData, limit, split
+from garden.tasks.base import Classification, TaskData, limit, split
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 FEATURE_FILES = ("features.npz", "features.h5", "features.hdf5")
@@ -201,7 +201,7 @@ def collate(examples: list[dict[str, Any]]) -> dict[str, Any]:
     return batch
 
 
-class VisualQuestionAnswering(Task):
+class VisualQuestionAnswering(Classification):
     """Answer classification over the answers seen in the data; accuracy and top answers."""
 
     name = "vqa"
@@ -248,33 +248,6 @@ class VisualQuestionAnswering(Task):
 
     def forward(self, model: Any, batch: dict[str, Any]) -> Any:
         return model(**{name: batch[name] for name in self.input_names}).question_answering_score
-
-    def loss(self, output: Any, target: Any) -> Any:
-        import torch.nn.functional as F
-
-        return F.cross_entropy(output.float(), target)
-
-    def evaluate(self, outputs: list[Any], batches: list[dict[str, Any]]) -> dict[str, float]:
-        import torch
-
-        scores = torch.cat([o.float() for o in outputs])
-        labels = torch.cat([b["labels"] for b in batches])
-        return {"accuracy": (scores.argmax(-1) == labels).float().mean().item(),
-                "loss": self.loss(scores, labels).item()}
-
-    def predict(self, output: Any, batch: dict[str, Any], data: TaskData, top_k: int) -> list[dict]:
-        probs = output.float().softmax(-1)
-        scores, indices = probs.topk(min(top_k, probs.shape[-1]), dim=-1)
-        names = data.labels or ()
-        rows = []
-        for i, (s, idx) in enumerate(zip(scores.tolist(), indices.tolist())):
-            row: dict[str, Any] = {"input": batch["input_names"][i]}
-            if "labels" in batch:
-                row["label"] = names[int(batch["labels"][i])]
-            row["predictions"] = [{"label": names[j] if j < len(names) else str(j), "score": round(p, 6)}
-                                  for p, j in zip(s, idx)]
-            rows.append(row)
-        return rows
 
     def load_inputs(self, pattern: str, preprocessor: Any, data: TaskData) -> list[Any]:
         """Questions from a JSON file (``[{"image", "question"}]``) about the loaded images."""
