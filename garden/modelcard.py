@@ -59,7 +59,7 @@ def write_run_files(folder: Path, prepared: Any, metrics: dict[str, Any], comman
     from garden.planning import optimum_ipu_config
 
     (folder / "README.md").write_text(model_card(prepared, metrics, command), encoding="utf-8")
-    ipu = optimum_ipu_config(prepared.cfg.ipu)
+    ipu = optimum_ipu_config(prepared.cfg.ipu, prepared.entry.name)
     if stage_plan is not None:
         layers = list(stage_plan.plan.layers_per_ipu)
         ipu = dataclasses.replace(ipu, layers_per_ipu=layers, ipus_per_replica=len(layers))

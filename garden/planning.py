@@ -16,7 +16,7 @@ from garden.partition.profile import BlockProfile, block_costs, parse_bytes, pro
 GARDEN_ONLY = ("config_file", "cost", "memory_budget", "micro_batches", "schedule")
 
 
-def optimum_ipu_config(ipu: Any) -> IPUConfig:
+def optimum_ipu_config(ipu: Any, model: str | None = None) -> IPUConfig:
     """The Optimum Graphcore IPUConfig a run's ``ipu`` group stands for.
 
     ``ipu.config_file`` (an ``ipu_config.json`` or a folder holding one) replaces the fields
@@ -28,7 +28,7 @@ def optimum_ipu_config(ipu: Any) -> IPUConfig:
     if values.get("config_file"):
         return read_ipu_config(values["config_file"])
     values = {k: v for k, v in values.items() if k not in GARDEN_ONLY and v is not None}
-    return ipu_config_from_dict(values, source="the ipu config group")
+    return ipu_config_from_dict(values, source=f"ipu settings of model '{model}'" if model else "ipu settings")
 
 
 @dataclass
@@ -95,7 +95,7 @@ def plan_for(prepared: Any, model: Any, sample_batch: dict[str, Any], *, trainin
     """Plan ``model``'s stages as the run's ``ipu`` group asks; ``n_stages`` and
     ``layers_per_ipu`` override the group's count and list."""
     cfg = prepared.cfg
-    ipu = optimum_ipu_config(cfg.ipu)
+    ipu = optimum_ipu_config(cfg.ipu, prepared.entry.name)
     layers, ipus = training_layout(ipu) if training else inference_layout(ipu)
     if n_stages is not None and n_stages != ipus:
         layers, ipus = ([-1] * n_stages if layers == [-1] else layers), n_stages
@@ -141,7 +141,10 @@ def plan_run(overrides: list[str]) -> tuple[Any, StagePlan]:
     spec = dataclasses.replace(prepared.spec, weights_dir=None)
     sample = prepared.data.collate([prepared.data.eval[0]])
     if cfg.ipu.cost == "params":
-        with torch.device("meta"):
+        try:
+            with torch.device("meta"):
+                model = prepared.family.build(spec)
+        except (RuntimeError, NotImplementedError):  # a model that reads values while it builds
             model = prepared.family.build(spec)
         return prepared, plan_for_params(prepared, model, training=cfg.mode == "train")
     model = prepared.family.build(spec)
@@ -153,7 +156,7 @@ def plan_for_params(prepared: Any, model: Any, *, training: bool) -> StagePlan:
     from garden.partition.profile import BlockProfile, _unique_params
 
     cfg = prepared.cfg
-    ipu = optimum_ipu_config(cfg.ipu)
+    ipu = optimum_ipu_config(cfg.ipu, prepared.entry.name)
     layers, ipus = training_layout(ipu) if training else inference_layout(ipu)
     blocks = prepared.family.stage_blocks(model, prepared.task.name)
     seen: set[int] = set()

@@ -181,7 +181,7 @@ class IPUBackend:
         from garden.planning import optimum_ipu_config
 
         self.prepared, self.task, cfg = prepared, prepared.task, prepared.cfg
-        self.ipu = optimum_ipu_config(cfg.ipu)
+        self.ipu = optimum_ipu_config(cfg.ipu, prepared.entry.name)
         self.model = prepared.family.build(prepared.spec)
         self.step = step_module(self.model, prepared.family.stage_blocks(self.model, self.task.name),
                                 self.task, self.poptorch)
