@@ -54,3 +54,12 @@ def test_a_two_stage_pipeline_step_equals_the_local_step(model, task, tmp_path):
     worst = max((weights[k] - v).abs().max().item() for k, v in local_weights.items() if v.numel())
     assert worst < 1e-5, f"largest weight difference {worst:.2e}"
     assert abs(metrics["eval"]["loss"] - local_metrics["eval"]["loss"]) < 1e-5
+
+
+def test_a_model_that_cannot_pipeline_yet_says_so_in_one_line(tmp_path):
+    if not installed("tgn"):
+        pytest.skip("tgn is not installed")
+    result = torchrun(2, "model=tgn", "task=link-predict", "preset=smoke", "weights=random", "backend=pipeline",
+                      cwd=tmp_path)
+    assert result.returncode != 0
+    assert "task link-predict of model 'tgn' keeps state across batches" in result.stderr
