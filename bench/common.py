@@ -13,15 +13,26 @@ hits both sides alike. The load average is printed at the start and end of each 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import platform
 import statistics
 import sys
 import time
+import warnings
 from pathlib import Path
 from typing import Callable
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+@contextlib.contextmanager
+def silenced():
+    """Quiet the library chatter (progress bars, warnings) around a timed or set-up call."""
+    with open(os.devnull, "w") as null, contextlib.redirect_stdout(null), contextlib.redirect_stderr(null), \
+            warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield
 
 
 def cpu_model() -> str:

@@ -30,16 +30,14 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import io
 import json
 import os
 import sys
 import tempfile
-import warnings
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import header, interleave, load, median, spread, table, verdict  # noqa: E402
+from common import header, interleave, load, median, silenced, spread, table, verdict  # noqa: E402
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
@@ -57,14 +55,6 @@ def installed() -> set[str]:
     from garden import registry
 
     return set(registry.entries())
-
-
-@contextlib.contextmanager
-def silenced():
-    with open(os.devnull, "w") as null, contextlib.redirect_stdout(null), contextlib.redirect_stderr(null), \
-            warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        yield
 
 
 def prepare_run(model: str, variant: str, n_eval: int, batch: int, precision: str):

@@ -23,30 +23,20 @@ reaches, from a min-max DP written independently of the planner.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import dataclasses
 import gc
 import os
 import sys
 import time
-import warnings
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import header, load, table, verdict  # noqa: E402
+from common import header, load, silenced, table, verdict  # noqa: E402
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 STAGES = (2, 4, 8, 16)
 TARGET = 1.10
-
-
-@contextlib.contextmanager
-def silenced():
-    with open(os.devnull, "w") as null, contextlib.redirect_stdout(null), contextlib.redirect_stderr(null), \
-            warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        yield
 
 
 def model_costs(name: str, variant: str):

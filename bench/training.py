@@ -26,17 +26,15 @@ its recipe in fp32 and in bf16 and reports the gain and the held-out accuracy of
 from __future__ import annotations
 
 import argparse
-import contextlib
 import copy
 import os
 import sys
 import tempfile
 import time
-import warnings
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import header, load, median, table, verdict  # noqa: E402
+from common import header, load, median, silenced, table, verdict  # noqa: E402
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
@@ -45,14 +43,6 @@ os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 SIZES = {"vit:tiny": (16, 40), "vit:base": (4, 3), "bert:tiny": (16, 40), "bert:base": (16, 8)}
 WARMUP = 2
 LR = 5e-4
-
-
-@contextlib.contextmanager
-def silenced():
-    with open(os.devnull, "w") as null, contextlib.redirect_stdout(null), contextlib.redirect_stderr(null), \
-            warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        yield
 
 
 def compose_run(model: str, variant: str, batch: int, steps: int, precision: str, extra: list[str] = ()):
