@@ -14,12 +14,11 @@ from __future__ import annotations
 import difflib
 import fnmatch
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any, Iterable
 
 from garden.entries import ModelEntry
+from garden.files import write_atomic
 from garden.errors import ConfigError, PluginError, UnknownModelError, UnknownTaskError
 from garden.plugins import discover
 
@@ -168,21 +167,6 @@ def registry_document() -> dict[str, Any]:
 
 def render(document: dict[str, Any]) -> str:
     return json.dumps(document, indent=2, sort_keys=False) + "\n"
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` so a reader sees the old file or the new one, never half."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def build(path: Path) -> int:

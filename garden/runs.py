@@ -181,6 +181,6 @@ def agreed_output_dir(output_dir: Path) -> Path:
 
 
 def write_json(path: Path, obj: Any) -> None:
-    from garden.registry import write_atomic
+    from garden.files import write_atomic
 
     write_atomic(path, json.dumps(obj, indent=2, default=str) + "\n")

@@ -488,7 +488,7 @@ def infer(prepared: Prepared, backend: Any, output_dir: Path) -> dict[str, Any]:
         "samples_per_second": round(len(rows) / seconds, 3) if seconds and rows else None,
     }
     if backend.is_writer:
-        from garden.registry import write_atomic
+        from garden.files import write_atomic
 
         write_atomic(output_dir / "predictions.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
         write_json(output_dir / "metrics.json", result)

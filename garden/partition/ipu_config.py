@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Callable
 
 from garden.errors import ConfigError
+from garden.files import write_atomic
 
 IPU_CONFIG_NAME = "ipu_config.json"
 OUTPUT_MODES = ("all", "sum", "final", "default")
@@ -138,16 +138,7 @@ def write_ipu_config(cfg: IPUConfig, path: str | os.PathLike) -> Path:
     data = cfg.to_dict()
     ipu_config_from_dict(data, source=str(file))
     file.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=file.parent, prefix=f".{file.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(json.dumps(data, indent=2, sort_keys=True) + "\n")
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(temporary, file)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    write_atomic(file, json.dumps(data, indent=2, sort_keys=True) + "\n")
     return file
 
 
