@@ -45,7 +45,7 @@ def model_costs(name: str, variant: str):
 
     from garden import registry
     from garden.config import compose
-    from garden.partition.profile import BlockProfile, _unique_params, block_costs, profile_blocks
+    from garden.partition.profile import block_costs, parameter_profiles, profile_blocks
     from garden.runs import prepare
 
     entry = registry.get(name)
@@ -70,9 +70,7 @@ def model_costs(name: str, variant: str):
         with torch.device("meta"), silenced():
             model = prepared.family.build(spec)
         blocks = prepared.family.stage_blocks(model, task)
-        seen: set[int] = set()
-        profiles = [BlockProfile(b.name, b.kind, _unique_params(model, b, seen), 0.0, 0.0, 0.0, b.tied_to)
-                    for b in blocks]
+        profiles = parameter_profiles(model, blocks)
     costs = block_costs(profiles, "flops" if cost == "flops" else "params", training=True)
     del model
     gc.collect()

@@ -10,7 +10,7 @@ from typing import Any
 from garden.hookspecs import Block
 from garden.partition.ipu_config import IPUConfig, inference_layout, ipu_config_from_dict, read_ipu_config, training_layout
 from garden.partition.planner import Plan, plan_stages, uniform_layers
-from garden.partition.profile import BlockProfile, block_costs, parse_bytes, profile_blocks
+from garden.partition.profile import BlockProfile, block_costs, parameter_profiles, parse_bytes, profile_blocks
 
 #: keys of garden's ``ipu`` group that are garden's own, not Optimum Graphcore's
 GARDEN_ONLY = ("config_file", "cost", "memory_budget", "micro_batches", "schedule")
@@ -90,10 +90,11 @@ class StagePlan:
         }
 
 
-def plan_for(prepared: Any, model: Any, sample_batch: dict[str, Any], *, training: bool,
+def plan_for(prepared: Any, model: Any, sample_batch: dict[str, Any] | None, *, training: bool,
              n_stages: int | None = None, layers_per_ipu: list[int] | None = None) -> StagePlan:
     """Plan ``model``'s stages as the run's ``ipu`` group asks; ``n_stages`` and
-    ``layers_per_ipu`` override the group's count and list."""
+    ``layers_per_ipu`` override the group's count and list. Without a ``sample_batch`` the
+    blocks are weighed by parameter count alone (no forward pass: a meta-device model will do)."""
     cfg = prepared.cfg
     ipu = optimum_ipu_config(cfg.ipu, prepared.entry.name)
     layers, ipus = training_layout(ipu) if training else inference_layout(ipu)
@@ -102,8 +103,12 @@ def plan_for(prepared: Any, model: Any, sample_batch: dict[str, Any], *, trainin
     if layers_per_ipu is not None:
         layers = list(layers_per_ipu)
     blocks = prepared.family.stage_blocks(model, prepared.task.name)
-    profiles = profile_blocks(model, blocks, prepared.task.inputs(sample_batch), timed=cfg.ipu.cost == "measured")
-    costs = block_costs(profiles, cfg.ipu.cost, micro_batch=cfg.data.batch_size // max(1, cfg.ipu.micro_batches),
+    if sample_batch is None:
+        profiles, cost = parameter_profiles(model, blocks), "params"
+    else:
+        profiles = profile_blocks(model, blocks, prepared.task.inputs(sample_batch), timed=cfg.ipu.cost == "measured")
+        cost = cfg.ipu.cost
+    costs = block_costs(profiles, cost, micro_batch=cfg.data.batch_size // max(1, cfg.ipu.micro_batches),
                         micro_batches_in_flight=ipus, training=training)
     setting = "ipu.layers_per_ipu" if training else "ipu.inference_layers_per_ipu"
     plan = plan_stages(costs, layers, model=prepared.entry.name, n_stages=ipus,
@@ -146,25 +151,6 @@ def plan_run(overrides: list[str]) -> tuple[Any, StagePlan]:
                 model = prepared.family.build(spec)
         except (RuntimeError, NotImplementedError):  # a model that reads values while it builds
             model = prepared.family.build(spec)
-        return prepared, plan_for_params(prepared, model, training=cfg.mode == "train")
+        return prepared, plan_for(prepared, model, None, training=cfg.mode == "train")
     model = prepared.family.build(spec)
     return prepared, plan_for(prepared, model, sample, training=cfg.mode == "train")
-
-
-def plan_for_params(prepared: Any, model: Any, *, training: bool) -> StagePlan:
-    """A plan weighed by parameter counts alone: no forward pass, so a meta-device model will do."""
-    from garden.partition.profile import BlockProfile, _unique_params
-
-    cfg = prepared.cfg
-    ipu = optimum_ipu_config(cfg.ipu, prepared.entry.name)
-    layers, ipus = training_layout(ipu) if training else inference_layout(ipu)
-    blocks = prepared.family.stage_blocks(model, prepared.task.name)
-    seen: set[int] = set()
-    profiles = [BlockProfile(b.name, b.kind, _unique_params(model, b, seen), 0.0, 0.0, 0.0, b.tied_to) for b in blocks]
-    costs = block_costs(profiles, "params", training=training)
-    plan = plan_stages(costs, layers, model=prepared.entry.name, n_stages=ipus,
-                       memory_budget=parse_bytes(cfg.ipu.memory_budget))
-    n_layers = sum(b.kind == "layer" for b in blocks)
-    uniform = plan_stages(costs, uniform_layers(n_layers, ipus), model=prepared.entry.name) \
-        if ipus > 1 and n_layers >= ipus else None
-    return StagePlan(plan, blocks, profiles, ipu, uniform, cfg.ipu.micro_batches)

@@ -73,6 +73,12 @@ def profile_blocks(model: Any, blocks: Sequence[Block], inputs: tuple, *, timed:
     return profiles
 
 
+def parameter_profiles(model: Any, blocks: Sequence[Block]) -> list[BlockProfile]:
+    """Profiles with parameter counts alone: no forward pass, so a meta-device model will do."""
+    seen: set[int] = set()
+    return [BlockProfile(b.name, b.kind, _unique_params(model, b, seen), 0.0, 0.0, 0.0, b.tied_to) for b in blocks]
+
+
 def block_costs(profiles: Sequence[BlockProfile], cost: str, *, micro_batch: int = 1,
                 micro_batches_in_flight: int = 1, training: bool = True) -> list[BlockCost]:
     """Turn profiles into what the planner weighs: ``cost`` is params, flops or measured."""
