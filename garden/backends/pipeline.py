@@ -60,11 +60,6 @@ class PipelineBackend:
         import torch.distributed as dist
 
         self.prepared, self.task, cfg = prepared, prepared.task, prepared.cfg
-        if not self.task.pipelines:
-            raise BackendError(
-                f"task {self.task.name} of model '{prepared.entry.name}' keeps state across batches that the "
-                "pipeline backend cannot split between processes yet; use backend=local (with replicas if needed)"
-            )
         self.rank, self.world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
         local = int(os.environ.get("LOCAL_RANK", self.rank))
         cuda = torch.cuda.is_available()

@@ -44,8 +44,6 @@ class Task:
     #: whether a batch can be cut along its first dimension into pipeline micro-batches
     #: (a graph cannot: its edges index its nodes, so it travels whole)
     splittable = True
-    #: whether the model can run one stage per process (a memory updated by every batch cannot yet)
-    pipelines = True
     #: whether ``infer.precision=auto`` may pick bf16 (classification: yes; fine regression: no)
     bf16_inference = True
 

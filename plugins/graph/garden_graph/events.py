@@ -122,7 +122,6 @@ def collate(examples: list[dict[str, Any]]) -> dict[str, Any]:
 
 class LinkPrediction(Task):
     splittable = False
-    pipelines = False  # the memory and neighbour table change shapes batch by batch
     name = "link-predict"
     metric = "average_precision"
 

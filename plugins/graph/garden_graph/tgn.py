@@ -8,9 +8,16 @@ neighbours, whose edges carry the message and the encoded age of the event.
 
 State: the memory and the recent-neighbour table are buffers (saved with the weights). A
 *training* step reads them for its nodes, then writes its own events into both (without
-gradient, as the example's ``memory.detach()`` does), so the next step sees them. Eval and
-infer only read: evaluating twice gives the same numbers, and held-out events never leak into
-the state the model trains on. Leaving training flushes the pending messages into the memory.
+gradient, as the example's ``memory.detach()`` does), so the next step sees them. Eval, infer
+and any pass that records no gradient (the pipeline backend's shape probe) only read:
+evaluating twice gives the same numbers, and held-out events never leak into the state the
+model trains on. Leaving training flushes the pending messages into the memory.
+
+Shapes: a batch's neighbourhood (nodes, edges) varies with the events, but what one stage
+sends the next must have a size fixed by the batch size alone. So the neighbourhood is padded
+to its largest possible size for ``B`` events (``3B(1 + neighbours) + 1`` nodes,
+``3B * neighbours`` edges): padding nodes sort last and the padding edges join only the last
+padding node to itself, so no real node's embedding sees them.
 """
 
 from __future__ import annotations
@@ -27,11 +34,26 @@ from garden_graph.family import GraphFamily
 
 
 class Memory(TGNMemory):
-    """TGNMemory whose flush on leaving training records no gradient (it only moves state)."""
+    """TGNMemory whose flush on leaving training moves only the nodes with pending messages, and
+    records no gradient. PyG's steps every node's GRU, so each switch to eval moved memories that
+    had received nothing (and a reloaded model differed from the one saved). Its scratch index
+    ``_assoc`` (uninitialised memory) is not saved with the weights."""
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        scratch = self._assoc
+        del self._assoc
+        self.register_buffer("_assoc", scratch, persistent=False)
 
     def train(self, mode: bool = True):
-        with torch.no_grad():
-            return super().train(mode)
+        if self.training and not mode:
+            pending = sorted({node for store in (self.msg_s_store, self.msg_d_store)
+                              for node, (src, *_) in store.items() if src.numel()})
+            with torch.no_grad():
+                if pending:
+                    self._update_memory(torch.tensor(pending, device=self.memory.device))
+                self._reset_message_store()
+        return nn.Module.train(self, mode)
 
 
 class RecentNeighbours(nn.Module):
@@ -84,7 +106,7 @@ class LinkPredictor(nn.Module):
 
 class TGNNet(nn.Module):
     def __init__(self, num_nodes: int, msg_dim: int, memory_dim: int, time_dim: int, embedding_dim: int,
-                 layers: int, neighbours: int):
+                 layers: int, neighbours: int, dropout: float):
         super().__init__()
         self.memory = Memory(num_nodes, msg_dim, memory_dim, time_dim,
                              message_module=IdentityMessage(msg_dim, memory_dim, time_dim),
@@ -93,26 +115,36 @@ class TGNNet(nn.Module):
         self.time_encoder = TimeEncoder(time_dim)
         widths = [memory_dim] + [embedding_dim] * layers
         self.convs = nn.ModuleList(
-            TransformerConv(widths[i], embedding_dim // 2, heads=2, dropout=0.1, edge_dim=msg_dim + time_dim)
+            TransformerConv(widths[i], embedding_dim // 2, heads=2, dropout=dropout, edge_dim=msg_dim + time_dim)
             for i in range(layers)
         )
         self.link_predictor = LinkPredictor(embedding_dim)
 
-    def encode_events(self, src, dst, neg_dst, t, msg) -> tuple[torch.Tensor, ...]:
-        """The events' neighbourhood: node ids, local edges, and each edge's encoded age and message."""
+    def embed_events(self, src, dst, neg_dst, t, msg) -> tuple[torch.Tensor, ...]:
+        """The events' padded neighbourhood: node ids, local edges, each edge's encoded age and
+        message, and each node's memory; a training step then writes its events into the state."""
         n_id, edge_index, edge_t, edge_msg = self.neighbours.gather(torch.cat([src, dst, neg_dst]).unique())
         age = (t.max().to(edge_t.dtype) - edge_t).to(edge_msg.dtype)
         edge_attr = torch.cat([self.time_encoder(age), edge_msg], dim=-1)
-        return src, dst, neg_dst, t, msg, n_id, edge_index, edge_attr
-
-    def read_memory(self, src, dst, neg_dst, t, msg, n_id, edge_index, edge_attr) -> tuple[torch.Tensor, ...]:
-        """The nodes' memory; a training step then writes its own events into memory and neighbours."""
         h, _ = self.memory(n_id)
-        if self.training:
+        if self.training and torch.is_grad_enabled():
             with torch.no_grad():
                 self.memory.update_state(src, dst, t, msg)
                 self.neighbours.insert(src, dst, t, msg)
-        return src, dst, neg_dst, n_id, edge_index, edge_attr, h
+        return (src, dst, neg_dst, *self.pad(len(src), n_id, edge_index, edge_attr, h))
+
+    def pad(self, events: int, n_id, edge_index, edge_attr, h) -> tuple[torch.Tensor, ...]:
+        """The neighbourhood at its largest size for ``events`` events (see the module's docstring)."""
+        width = self.neighbours.neighbours.shape[1]
+        nodes, edges = 3 * events * (1 + width) + 1, 3 * events * width
+        sentinel = self.neighbours.neighbours.shape[0]  # past every node id: padding sorts last
+        last = nodes - 1
+        return (
+            torch.cat([n_id, n_id.new_full((nodes - len(n_id),), sentinel)]),
+            torch.cat([edge_index, edge_index.new_full((2, edges - edge_index.shape[1]), last)], 1),
+            torch.cat([edge_attr, edge_attr.new_zeros(edges - len(edge_attr), edge_attr.shape[1])]),
+            torch.cat([h, h.new_zeros(nodes - len(h), h.shape[1])]),
+        )
 
     def attend(self, i: int, src, dst, neg_dst, n_id, edge_index, edge_attr, h) -> tuple[torch.Tensor, ...]:
         return src, dst, neg_dst, n_id, edge_index, edge_attr, self.convs[i](h, edge_index, edge_attr)
@@ -125,7 +157,7 @@ class TGNNet(nn.Module):
         return torch.cat([pos, neg])
 
     def forward(self, src, dst, neg_dst, t, msg) -> torch.Tensor:
-        carry = self.read_memory(*self.encode_events(src, dst, neg_dst, t, msg))
+        carry = self.embed_events(src, dst, neg_dst, t, msg)
         for i in range(len(self.convs)):
             carry = self.attend(i, *carry)
         return self.score(*carry)
@@ -134,20 +166,28 @@ class TGNNet(nn.Module):
 class TGN(GraphFamily):
     tasks = {"link-predict": "garden_graph.events:LinkPrediction"}
     defaults = {"num_nodes": 0, "msg_dim": 0, "memory_dim": 100, "time_dim": 100, "embedding_dim": 100,
-                "layers": 1, "neighbours": 10}
+                "layers": 1, "neighbours": 10, "dropout": 0.1}
 
     def network(self, config: dict[str, Any]) -> nn.Module:
         return TGNNet(**config)
 
+    def save(self, model: Any, preprocessor: Any, folder: Any) -> None:
+        """Pending messages are flushed into the memory first: the saved state is then complete
+        (the message store is not a buffer), and a reloaded model predicts what this one does."""
+        if model.memory.training:
+            model.memory.train(False)
+            model.memory.train(True)
+        super().save(model, preprocessor, folder)
+
     def stage_blocks(self, model: Any, task: str) -> list[Block]:
-        """Event encoder (edge ages), the memory (which owns the state), attention layers, link predictor."""
+        """The memory, neighbour table and time encoder as one block (it owns the state, so it
+        stays on one stage), then the attention layers, then the link predictor."""
 
         def layer(i: int) -> Block:
             return Block(f"attention.{i}", "layer", (f"convs.{i}",), lambda m, *c: m.attend(i, *c))
 
         return [
-            Block("events", "embedding", ("time_encoder",), lambda m, *c: m.encode_events(*c)),
-            Block("memory", "layer", ("memory", "neighbours"), lambda m, *c: m.read_memory(*c)),
+            Block("memory", "embedding", ("memory", "neighbours", "time_encoder"), lambda m, *c: m.embed_events(*c)),
             *[layer(i) for i in range(len(model.convs))],
             Block("link_predictor", "head", ("link_predictor",), lambda m, *c: (m.score(*c),)),
         ]
