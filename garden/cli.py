@@ -26,6 +26,8 @@ Browse the registry:
   search TEXT            models whose name, description or tasks mention TEXT
   show NAME              everything about a model: variants, tasks, layouts, commands
   registry build|check   write / verify registry.json (the registry page's data)
+  registry measure [NAME ...] [--json]   measure each variant's params, FLOPs and file size
+                         from the model itself and name the declared numbers that disagree
   push RUN_DIR org/name   upload a trained model folder to the Hub (one commit)
   plan model=M [task=T] ipu.ipus_per_replica=N [ipu.layers_per_ipu=[...]] [ipu.cost=flops] [--json]
                          the pipeline-stage plan: blocks, params, FLOPs, memory per stage
@@ -122,15 +124,25 @@ def cmd_show(args: argparse.Namespace) -> int:
     if entry.license:
         console.print(f"license: {entry.license}")
     variants = Table(title="variants")
-    for column in ("variant", "hub", "revision", "params", "about"):
+    for column in ("variant", "hub", "revision", "params", "FLOPs", "file", "about"):
         variants.add_column(column)
     for v in entry.variants:
         mark = " (default)" if v.name == entry.default_variant.name else ""
-        variants.add_row(v.name + mark, v.hub_id or "-", v.revision or "-", human(v.params), v.description)
+        size = "-" if v.file_size is None else f"{v.file_size / 1e6:,.1f} MB"
+        variants.add_row(v.name + mark, v.hub_id or "-", v.revision or "-", human(v.params), human(v.flops), size,
+                         v.description)
+
     console.print(variants)
+    inputs: dict[str, list[str]] = {}
+    for v in entry.variants:
+        if v.flops_input:
+            inputs.setdefault(v.flops_input, []).append(v.name)
+    for shapes, names in inputs.items():
+        which = "" if len(inputs) == 1 else f" ({', '.join(names)})"
+        console.print(f"FLOPs{which}: one forward pass on {shapes}", highlight=False)
     for ipus, layout in sorted(entry.layouts.items()):
         console.print(f"published layout on {ipus} IPUs: layers_per_ipu={list(layout)}")
-        console.print("  " + " | ".join(registry.stage_summary(layout)), highlight=False)
+        console.print("  " + " | ".join(registry.stage_summary(layout, entry.tasks)), highlight=False)
     if not entry.layouts:
         console.print("no published layout: ipu.layers_per_ipu=[-1] plans one at run time")
     for task, command in record["commands"].items():
@@ -147,6 +159,10 @@ def cmd_registry(args: argparse.Namespace) -> int:
 
         serve(path, args.port)
         return 0
+    if args.action == "measure":
+        return measure_variants(args)
+    if args.names:
+        raise SystemExit(f"error: registry {args.action} takes no model names (only registry measure does)")
     if args.action == "build":
         n = registry.build(path)
         print(f"wrote {path} ({n} models)")
@@ -156,6 +172,34 @@ def cmd_registry(args: argparse.Namespace) -> int:
         print(f"error: {p}", file=sys.stderr)
     if not problems:
         print(f"{path} is up to date ({len(registry.entries())} models)")
+    return 1 if problems else 0
+
+
+def measure_variants(args: argparse.Namespace) -> int:
+    """Measure every variant of the named models (all by default); 1 when a declared number is off."""
+    from garden import registry
+    from garden.measure import measure_all
+
+    models = [registry.get(n) for n in args.names] if args.names else registry.list_models()
+    measured = measure_all(models)
+    declared = {(e.name, v.name): v for e in models for v in e.variants}
+    problems = [d for m in measured for d in m.disagreements(declared[m.model, m.variant])]
+    if args.json:
+        print_json([m.__dict__ for m in measured])
+    else:
+        from rich.console import Console
+        from rich.table import Table
+
+        table = Table(title="variants measured (random weights, first task, default data; --json: exact)")
+        for column in ("model", "variant", "params", "FLOPs", "file", "declared", "input"):
+            table.add_column(column, justify="right" if column in ("params", "FLOPs", "file") else "left")
+        for m in measured:
+            off = m.disagreements(declared[m.model, m.variant])
+            table.add_row(m.model, m.variant, human(m.params), human(m.flops), f"{m.file_size / 1e6:,.1f} MB",
+                          "[red]differs[/]" if off else "[green]agrees[/]", m.input)
+        Console().print(table)
+    for problem in problems:
+        print(f"error: {problem}; declare the measured number on the plugin's Variant", file=sys.stderr)
     return 1 if problems else 0
 
 
@@ -309,7 +353,9 @@ def parser() -> argparse.ArgumentParser:
     sh.add_argument("--json", action="store_true")
     sh.set_defaults(func=cmd_show)
     rg = sub.add_parser("registry")
-    rg.add_argument("action", choices=["build", "check", "serve"])
+    rg.add_argument("action", choices=["build", "check", "serve", "measure"])
+    rg.add_argument("names", nargs="*", help="models to measure (registry measure; default all)")
+    rg.add_argument("--json", action="store_true")
     rg.add_argument("--path", default="registry.json")
     rg.add_argument("--port", type=int, default=8000)
     rg.set_defaults(func=cmd_registry)

@@ -25,6 +25,8 @@ class Variant:
 
     ``hub_id``/``revision`` name the pretrained weights (``revision`` a commit hash, so a run
     is reproducible); ``config`` holds config overrides for variants without weights (``tiny``).
+    ``params``, ``flops`` (one forward pass on ``flops_input``) and ``file_size`` describe the
+    model garden builds for the entry's first task; ``registry measure`` computes and checks them.
     """
 
     name: str
@@ -32,6 +34,7 @@ class Variant:
     revision: str | None = None
     params: int | None = None
     flops: int | None = None
+    flops_input: str | None = None
     file_size: int | None = None
     config: Mapping[str, Any] = field(default_factory=dict)
     description: str = ""

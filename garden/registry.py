@@ -130,21 +130,33 @@ def run_command(entry: ModelEntry, task: str) -> str:
     return f"python -m garden model={entry.name} task={task}"
 
 
-def stage_summary(layers_per_ipu: Iterable[int]) -> list[str]:
-    """What each IPU holds under a published layout, placed as Optimum Graphcore places it
-    (embeddings on the first IPU, the head on the last), so ``show`` needs no model::
+#: core tasks whose head predicts the vocabulary with the token embeddings' weights (tied); as
+#: Optimum Graphcore does for BERT pre-training and GPT-2, such a head sits on IPU 0 beside them
+TIED_HEAD_TASKS = ("mlm", "causal-lm", "generate", "summarize", "text2text")
+
+
+def stage_summary(layers_per_ipu: Iterable[int], tasks: Iterable[str] = ()) -> list[str]:
+    """What each IPU holds under a published layout, placed as the planner places it (embeddings
+    on the first IPU; a tied head beside them, any other head on the last), so ``show`` needs no
+    model::
 
         >>> stage_summary([3, 3, 3, 3])
         ['IPU 0: embeddings + layers 0-2', 'IPU 1: layers 3-5', 'IPU 2: layers 6-8', 'IPU 3: layers 9-11 + head']
+        >>> stage_summary([0, 6, 6], ["classify", "mlm"])
+        ['IPU 0: embeddings + tied head (mlm)', 'IPU 1: layers 0-5', 'IPU 2: layers 6-11 + head (classify)']
     """
+    tasks = list(tasks)
+    tied = [t for t in tasks if t in TIED_HEAD_TASKS]
+    untied = [t for t in tasks if t not in TIED_HEAD_TASKS]
+    which = (lambda names: f" ({', '.join(names)})") if tied and untied else (lambda names: "")
     counts = list(layers_per_ipu)
     lines, first = [], 0
     for ipu, count in enumerate(counts):
-        parts = ["embeddings"] if ipu == 0 else []
+        parts = ["embeddings" + (f" + tied head{which(tied)}" if tied else "")] if ipu == 0 else []
         if count:
             parts.append(f"layer {first}" if count == 1 else f"layers {first}-{first + count - 1}")
-        if ipu == len(counts) - 1:
-            parts.append("head")
+        if ipu == len(counts) - 1 and (untied or not tied):
+            parts.append(f"head{which(untied)}")
         lines.append(f"IPU {ipu}: {' + '.join(parts) or 'nothing'}")
         first += count
     return lines
@@ -154,6 +166,7 @@ def entry_record(entry: ModelEntry) -> dict[str, Any]:
     """One model as it appears in ``registry.json``."""
     record = entry.to_dict()
     record["commands"] = {t: run_command(entry, t) for t in entry.tasks}
+    record["stage_summaries"] = {str(ipus): stage_summary(layout, entry.tasks) for ipus, layout in entry.layouts.items()}
     return record
 
 

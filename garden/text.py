@@ -340,6 +340,10 @@ def fit_lengths(lengths: Sequence[int], limit: int, *, truncation: bool, what: s
     return note
 
 
+#: the config keys :func:`vocabulary_info` sets
+VOCABULARY_KEYS = ("vocab_size", "pad_token_id", "bos_token_id", "eos_token_id")
+
+
 def vocabulary_info(tokenizer: Any) -> dict[str, Any]:
     """``TaskData.info`` that sizes a randomly initialised model to garden's trained tokenizer.
 
@@ -348,8 +352,5 @@ def vocabulary_info(tokenizer: Any) -> dict[str, Any]:
     """
     if not getattr(tokenizer, "garden_trained", False):
         return {}
-    config = {"vocab_size": len(tokenizer), "pad_token_id": tokenizer.pad_token_id}
-    for role in ("bos_token_id", "eos_token_id"):
-        if getattr(tokenizer, role, None) is not None:
-            config[role] = getattr(tokenizer, role)
-    return {"config": config}
+    values = {"vocab_size": len(tokenizer), **{k: getattr(tokenizer, k, None) for k in VOCABULARY_KEYS[1:]}}
+    return {"config": {k: v for k, v in values.items() if v is not None}}

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
+from garden.registry import stage_summary
 from garden.schema import validate_registry
 from garden.serve import make_server
 
@@ -41,9 +42,12 @@ def model(name: str, domain: str, tasks: list[str], plugin: str, params: int, de
         "name": name, "family": name, "domain": domain, "description": description, "tasks": tasks,
         "builder": f"{plugin.replace('-', '_')}:Family",
         "variants": [{"name": "base", "hub_id": f"org/{name}-base", "revision": "0123abc", "params": params,
-                      "flops": 200 * params, "file_size": 4 * params, "config": {}, "description": ""}],
+                      "flops": 200 * params, "flops_input": "input_ids 1x128", "file_size": 4 * params,
+                      "config": {}, "description": ""}],
         "default": "base", "paper": f"The {name} paper", "paper_url": f"https://arxiv.org/abs/{name}",
-        "license": "apache-2.0", "layouts": layouts or {}, "results": [], "plugin": plugin, "plugin_version": "1.0",
+        "license": "apache-2.0", "layouts": layouts or {},
+        "stage_summaries": {ipus: stage_summary(layers, tasks) for ipus, layers in (layouts or {}).items()},
+        "results": [], "plugin": plugin, "plugin_version": "1.0",
         "commands": {t: f"python -m garden model={name} task={t}" for t in tasks},
     }
 
@@ -142,7 +146,10 @@ def test_a_card_shows_variants_sizes_layouts_license_and_links(open_page, sample
     expect(vit.locator(".meta")).to_contain_text("license apache-2.0")
     assert vit.locator(".layout-ipus").all_inner_texts() == ["2 IPUs", "4 IPUs"]
     expect(vit.locator(".layout").nth(1).locator(".stage").first).to_have_attribute(
-        "aria-label", "IPU 0: embeddings + layers 0–2")
+        "aria-label", "IPU 0: embeddings + layers 0-2")
+    bert = open_page(sample_url).locator(".card[data-name=bert]")
+    expect(bert.locator(".stage").first).to_have_attribute("aria-label", "IPU 0: embeddings + tied head (mlm)")
+    expect(bert.locator(".stage").last).to_have_attribute("aria-label", "IPU 3: layers 8-11 + head (qa)")
     expect(vit.get_by_role("link", name="Hugging Face Hub")).to_have_attribute("href", "https://huggingface.co/org/vit-base")
     expect(vit.get_by_role("link", name="Paper")).to_have_attribute("href", "https://arxiv.org/abs/vit")
 

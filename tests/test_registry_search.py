@@ -143,7 +143,8 @@ def test_show_prints_variants_stage_plan_and_a_command_per_task(toys):
     assert "org/bert" in out and "0123abc" in out and "base (default)" in out and "110.0M" in out
     assert "license: mit" in out
     assert "published layout on 4 IPUs: layers_per_ipu=[0, 4, 4, 4]" in out
-    assert "IPU 0: embeddings | IPU 1: layers 0-3 | IPU 2: layers 4-7 | IPU 3: layers 8-11 + head" in out
+    assert ("IPU 0: embeddings + tied head (mlm) | IPU 1: layers 0-3 | IPU 2: layers 4-7 | "
+            "IPU 3: layers 8-11 + head (qa)") in out  # the mlm head is tied: planned beside the embeddings
     assert "mlm: python -m garden model=bert task=mlm" in out
     assert "qa: python -m garden model=bert task=qa" in out
 

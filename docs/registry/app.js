@@ -108,14 +108,10 @@ function fillControls(models) {
   $("plugin").append(...options(models.map((m) => m.plugin).filter(Boolean)));
 }
 
-function layoutBar(ipus, layers) {
-  let first = 0;
+// What each IPU holds comes from registry.json (stage_summaries), written by garden's own planner rules.
+function layoutBar(ipus, layers, summaries) {
   const stages = layers.map((count, i) => {
-    const parts = [i === 0 ? "embeddings" : null,
-      count ? (count === 1 ? `layer ${first}` : `layers ${first}–${first + count - 1}`) : null,
-      i === layers.length - 1 ? "head" : null].filter(Boolean);
-    first += count;
-    const title = `IPU ${i}: ${parts.join(" + ")}`;
+    const title = summaries[i];
     return el("li", { class: "stage", style: `flex-grow:${Math.max(count, 0.6)}`, title, "aria-label": title },
       String(count));
   });
@@ -131,7 +127,7 @@ function variantsTable(model) {
     el("tr", { class: "sizes" },
       el("th", { scope: "row" }, v.name, v.name === chosen ? el("span", { class: "default" }, "default") : null),
       el("td", { class: "num" }, human(v.params)),
-      el("td", { class: "num" }, flops(v.flops)),
+      el("td", { class: "num", title: v.flops_input ? `one forward pass on ${v.flops_input}` : "" }, flops(v.flops)),
       el("td", { class: "num" }, bytes(v.file_size))),
     el("tr", { class: "weights" }, el("td", { colspan: 4 }, v.hub_id
       ? [el("a", { href: `https://huggingface.co/${v.hub_id}`, rel: "noopener", target: "_blank" }, v.hub_id),
@@ -177,7 +173,7 @@ function card(model) {
       el("ul", { class: "tags", "aria-label": "tasks" }, model.tasks.map((t) => el("li", {}, t))),
       el("section", { class: "block" }, el("h3", {}, "Variants"), variantsTable(model)),
       el("section", { class: "block" }, el("h3", {}, "Stage layouts"),
-        layouts.length ? layouts.map(([ipus, layers]) => layoutBar(ipus, layers))
+        layouts.length ? layouts.map(([ipus, layers]) => layoutBar(ipus, layers, model.stage_summaries[ipus]))
           : el("p", { class: "muted" }, "No published layout; ipu.layers_per_ipu=[-1] plans one at run time.")),
       resultsList(model),
       el("section", { class: "block" }, el("h3", {}, "Run"),

@@ -5,6 +5,9 @@ from garden.hookspecs import hookimpl
 
 GARDEN_API_VERSION = "1.0"
 
+# what registry measure counted FLOPs on: the first example of the first task's default data
+FLOPS_INPUT = "input_ids 1x109, attention_mask 1x109"
+
 TINY = {"vocab_size": 1000, "d_model": 32, "encoder_layers": 2, "decoder_layers": 2, "encoder_attention_heads": 2,
         "decoder_attention_heads": 2, "encoder_ffn_dim": 64, "decoder_ffn_dim": 64, "max_position_embeddings": 256}
 BASE = {"vocab_size": 50265, "d_model": 768, "encoder_layers": 6, "decoder_layers": 6, "encoder_attention_heads": 12,
@@ -22,13 +25,20 @@ BART = ModelEntry(
     tasks=("summarize", "classify"),
     builder="garden_bart.family:BART",
     variants=(
-        Variant("tiny", params=91_392, config=TINY,
+        Variant("tiny",
+                params=91_392, flops=4_569_600,
+                flops_input=FLOPS_INPUT, file_size=379_408,
+                config=TINY,
                 description="2+2 layers, 32 wide, 1,000-token vocabulary; for tests and smoke runs"),
         Variant("base", hub_id="facebook/bart-base", revision="aadd2ab0ae0c8268c7c9693540e9904811f36177",
-                params=139_420_416, config=BASE,
+                params=139_420_416, flops=10_977_154_560,
+                flops_input=FLOPS_INPUT, file_size=557_912_620,
+                config=BASE,
                 description="6+6 layers, 768 wide; pre-trained only (fine-tune for summaries)"),
         Variant("large", hub_id="facebook/bart-large", revision="cb48c1365bd826bd521f650dc2e0940aee54720c",
-                params=406_291_456, config=LARGE,
+                params=406_291_456, flops=47_508_332_544,
+                flops_input=FLOPS_INPUT, file_size=1_625_426_996,
+                config=LARGE,
                 description="12+12 layers, 1024 wide; pre-trained only (fine-tune for summaries)"),
     ),
     default="base",

@@ -5,6 +5,9 @@ from garden.hookspecs import hookimpl
 
 GARDEN_API_VERSION = "1.0"
 
+# what registry measure counted FLOPs on: the first example of the first task's default data
+FLOPS_INPUT = "input_ids 1x7, attention_mask 1x7, token_type_ids 1x7"
+
 TINY = {
     "vocab_size": 1000, "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2,
     "intermediate_size": 64, "max_position_embeddings": 256,
@@ -23,17 +26,23 @@ BERT = ModelEntry(
     tasks=("classify", "token-classify", "qa", "mlm"),
     builder="garden_bert.family:BERT",
     variants=(
-        Variant("tiny", params=58_464, config=TINY,
+        Variant("tiny",
+                params=58_530, flops=231_552,
+                flops_input=FLOPS_INPUT, file_size=238_512,
+                config=TINY,
                 description="2 layers, 32 wide, 1k WordPiece vocabulary; for tests and smoke runs"),
         Variant("base", hub_id="google-bert/bert-base-uncased", revision="86b5e0934494bd15c9632b12f734a8a67f723594",
-                params=109_482_240, config=BASE,
+                params=109_483_778, flops=1_190_267_904,
+                flops_input=FLOPS_INPUT, file_size=437_958_648,
+                config=BASE,
                 description="12 layers, 768 wide, uncased English (BookCorpus + Wikipedia); 4 IPUs: (0, 4, 4, 4)"),
         Variant("large", hub_id="google-bert/bert-large-uncased", revision="6da4b6a26a1877e173fca3225479512db81a5e5b",
-                params=335_141_888, config=LARGE,
+                params=335_143_938, flops=4_229_959_680,
+                flops_input=FLOPS_INPUT, file_size=1_340_622_760,
+                config=LARGE,
                 description="24 layers, 1024 wide, uncased English; Graphcore's 4-IPU layout: (3, 7, 7, 7)"),
     ),
     default="base",
-    # params count the encoder (embeddings, layers, pooler); each task head adds a little
     paper="BERT: Pre-training of Deep Bidirectional Transformers for Language Understanding",
     paper_url="https://arxiv.org/abs/1810.04805",
     license="apache-2.0",

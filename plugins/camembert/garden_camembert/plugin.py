@@ -5,6 +5,9 @@ from garden.hookspecs import hookimpl
 
 GARDEN_API_VERSION = "1.0"
 
+# what registry measure counted FLOPs on: the first example of the first task's default data
+FLOPS_INPUT = "input_ids 1x26, attention_mask 1x26"
+
 TINY = {
     "vocab_size": 1000, "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2,
     "intermediate_size": 64, "max_position_embeddings": 258, "type_vocab_size": 1, "layer_norm_eps": 1e-5,
@@ -24,13 +27,18 @@ CAMEMBERT = ModelEntry(
     tasks=("classify", "mlm"),
     builder="garden_camembert.family:CamemBERT",
     variants=(
-        Variant("tiny", params=58_496, config=TINY,
+        Variant("tiny",
+                params=39_458, flops=854_144,
+                flops_input=FLOPS_INPUT, file_size=162_320,
+                config=TINY,
                 description="2 layers, 32 wide, 1k Unigram vocabulary trained on French sentences; for tests"),
         # no pinned revision found offline; the Hub's main branch is used until one is
-        Variant("base", hub_id="almanach/camembert-base", params=110_621_952, config=BASE,
+        Variant("base", hub_id="almanach/camembert-base",
+                params=110_623_490, flops=4_417_784_832,
+                flops_input=FLOPS_INPUT, file_size=442_518_104,
+                config=BASE,
                 description="12 layers, 768 wide, French"),
     ),
-    # params count the encoder (embeddings, layers, pooler); each task head adds a little
     default="base",
     paper="CamemBERT: a Tasty French Language Model",
     paper_url="https://arxiv.org/abs/1911.03894",

@@ -5,6 +5,9 @@ from garden.hookspecs import hookimpl
 
 GARDEN_API_VERSION = "1.0"
 
+# what registry measure counted FLOPs on: the first example of the first task's default data
+FLOPS_INPUT = "input_ids 1x7, attention_mask 1x7"
+
 BASE = {
     "vocab_size": 128100, "hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12,
     "intermediate_size": 3072, "max_position_embeddings": 512, "type_vocab_size": 0, "relative_attention": True,
@@ -25,12 +28,16 @@ DEBERTA = ModelEntry(
     tasks=("classify", "qa"),
     builder="garden_deberta.family:DeBERTa",
     variants=(
-        Variant("tiny", params=51_264, config=TINY,
+        Variant("tiny",
+                params=52_386, flops=883_072,
+                flops_input=FLOPS_INPUT, file_size=214_152,
+                config=TINY,
                 description="2 layers, 32 wide, 1k Unigram vocabulary, 32 relative-position buckets; for tests"),
         Variant("base", hub_id="microsoft/deberta-v3-base", revision="8ccc9b6f36199bec6961081d44eb72fb3f7353f3",
-                params=183_831_552, config=BASE, description="12 layers, 768 wide, 128k vocabulary, English"),
+                params=184_423_682, flops=15_819_709_440,
+                flops_input=FLOPS_INPUT, file_size=737_719_272,
+                config=BASE, description="12 layers, 768 wide, 128k vocabulary, English"),
     ),
-    # params count the encoder (embeddings, layers, relative positions); each task head adds a little
     default="base",
     paper="DeBERTaV3: Improving DeBERTa using ELECTRA-Style Pre-Training with Gradient-Disentangled Embedding Sharing",
     paper_url="https://arxiv.org/abs/2111.09543",

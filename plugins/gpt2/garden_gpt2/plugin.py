@@ -5,6 +5,9 @@ from garden.hookspecs import hookimpl
 
 GARDEN_API_VERSION = "1.0"
 
+# what registry measure counted FLOPs on: the first example of the first task's default data
+FLOPS_INPUT = "input_ids 1x12, attention_mask 1x12"
+
 # ids 0: the one special token of the tokenizer a weights=random run trains (<|endoftext|>)
 TINY = {"n_embd": 32, "n_layer": 2, "n_head": 2, "vocab_size": 1000, "n_positions": 256,
         "bos_token_id": 0, "eos_token_id": 0}
@@ -19,11 +22,18 @@ GPT2 = ModelEntry(
     tasks=("causal-lm", "generate", "classify"),
     builder="garden_gpt2.family:GPT2",
     variants=(
-        Variant("tiny", params=65_664, config=TINY, description="2 layers, 32 wide, 1,000-token vocabulary; for tests and smoke runs"),
+        Variant("tiny",
+                params=65_664, flops=2_803_712,
+                flops_input=FLOPS_INPUT, file_size=265_256,
+                config=TINY, description="2 layers, 32 wide, 1,000-token vocabulary; for tests and smoke runs"),
         Variant("small", hub_id="openai-community/gpt2", revision="607a30d783dfa663caf39e06633721c8d4cfcd7e",
-                params=124_439_808, config=SMALL, description="124M, 12 layers, trained on WebText"),
+                params=124_439_808, flops=6_809_843_712,
+                flops_input=FLOPS_INPUT, file_size=497_774_208,
+                config=SMALL, description="124M, 12 layers, trained on WebText"),
         Variant("medium", hub_id="openai-community/gpt2-medium", revision="6dcaa7a952f72f9298047fd5137cd6e4f05f41da",
-                params=354_823_168, config=MEDIUM,
+                params=354_823_168, flops=20_781_899_776,
+                flops_input=FLOPS_INPUT, file_size=1_419_322_880,
+                config=MEDIUM,
                 description="355M, 24 layers, trained on WebText"),
     ),
     default="small",

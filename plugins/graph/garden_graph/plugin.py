@@ -10,6 +10,11 @@ from garden.hookspecs import hookimpl
 
 GARDEN_API_VERSION = "1.0"
 
+# what registry measure counted FLOPs on: the first example of the first task's default data
+CLUSTER_INPUT = "x 102x32, edge_index 2x336, node_ids 102"
+EVENT_INPUT = "src 1, dst 1, neg_dst 1, t 1, msg 1x8"
+MOLECULE_INPUT = "z 10, pos 10x3, batch 10"
+
 CLUSTER_GCN = ModelEntry(
     name="cluster_gcn",
     family="cluster_gcn",
@@ -18,9 +23,15 @@ CLUSTER_GCN = ModelEntry(
     tasks=("node-classify",),
     builder="garden_graph.cluster_gcn:ClusterGCN",
     variants=(
-        Variant("tiny", params=3_432, config={"hidden": 32, "layers": 2},
+        Variant("tiny",
+                params=3_432, flops=678_912,
+                flops_input=CLUSTER_INPUT, file_size=14_336,
+                config={"hidden": 32, "layers": 2},
                 description="2 GCN layers, 32 wide; for tests and smoke runs"),
-        Variant("base", params=54_792, config={"hidden": 128, "layers": 3},
+        Variant("base",
+                params=54_792, flops=11_071_488,
+                flops_input=CLUSTER_INPUT, file_size=219_960,
+                config={"hidden": 128, "layers": 3},
                 description="3 GCN layers, 128 wide (+model.options.conv=sage for GraphSAGE)"),
     ),
     default="base",
@@ -37,9 +48,15 @@ TGN = ModelEntry(
     tasks=("link-predict",),
     builder="garden_graph.tgn:TGN",
     variants=(
-        Variant("tiny", params=5_649, config={"memory_dim": 16, "time_dim": 16, "embedding_dim": 16, "layers": 1},
+        Variant("tiny",
+                params=5_649, flops=94_784,
+                flops_input=EVENT_INPUT, file_size=537_012,
+                config={"memory_dim": 16, "time_dim": 16, "embedding_dim": 16, "layers": 1},
                 description="16-wide memory, one attention layer; for tests and smoke runs"),
-        Variant("base", params=194_901, config={"memory_dim": 100, "time_dim": 100, "embedding_dim": 100, "layers": 1},
+        Variant("base",
+                params=194_901, flops=3_448_400,
+                flops_input=EVENT_INPUT, file_size=1_630_100,
+                config={"memory_dim": 100, "time_dim": 100, "embedding_dim": 100, "layers": 1},
                 description="the paper's sizes: 100-wide memory and time encoding, one attention layer"),
     ),
     default="base",
@@ -56,9 +73,15 @@ SCHNET = ModelEntry(
     tasks=("graph-regress",),
     builder="garden_graph.schnet:SchNet",
     variants=(
-        Variant("tiny", params=13_793, config={"hidden": 32, "filters": 32, "interactions": 2, "gaussians": 25},
+        Variant("tiny",
+                params=13_793, flops=790_080,
+                flops_input=MOLECULE_INPUT, file_size=57_888,
+                config={"hidden": 32, "filters": 32, "interactions": 2, "gaussians": 25},
                 description="2 interaction blocks, 32 wide; for tests and smoke runs"),
-        Variant("base", params=455_809, config={"hidden": 128, "filters": 128, "interactions": 6, "gaussians": 50},
+        Variant("base",
+                params=455_809, flops=30_670_080,
+                flops_input=MOLECULE_INPUT, file_size=1_830_588,
+                config={"hidden": 128, "filters": 128, "interactions": 6, "gaussians": 50},
                 description="the paper's sizes: 6 interaction blocks, 128 wide, 50 Gaussians"),
     ),
     default="base",

@@ -5,6 +5,9 @@ from garden.hookspecs import hookimpl
 
 GARDEN_API_VERSION = "1.0"
 
+# what registry measure counted FLOPs on: the first example of the first task's default data
+FLOPS_INPUT = "input_values 1x8786, attention_mask 1x8786"
+
 #: shaped like hubert-large (layer-normed convs, pre-norm Transformer), 32 wide; SpecAugment and
 #: LayerDrop off so half-second utterances are never masked away
 TINY = {
@@ -31,11 +34,20 @@ HUBERT = ModelEntry(
     tasks=("asr", "audio-classify"),
     builder="garden_hubert.family:Hubert",
     variants=(
-        Variant("tiny", params=40_782, config=TINY,
+        Variant("tiny",
+                params=40_782, flops=12_759_168,
+                flops_input=FLOPS_INPUT, file_size=171_056,
+                config=TINY,
                 description="7 conv layers 32 wide, 2 pre-norm Transformer layers 32 wide; for tests and smoke runs"),
-        Variant("base", hub_id="facebook/hubert-base-ls960", params=94_371_712, config=BASE,
+        Variant("base", hub_id="facebook/hubert-base-ls960",
+                params=94_396_320, flops=7_557_259_264,
+                flops_input=FLOPS_INPUT, file_size=377_610_712,
+                config=BASE,
                 description="self-supervised on LibriSpeech 960 h, no task head (params: the encoder)"),
-        Variant("large", hub_id="facebook/hubert-large-ls960-ft", params=315_471_520, config=LARGE,
+        Variant("large", hub_id="facebook/hubert-large-ls960-ft",
+                params=315_471_520, flops=19_491_282_944,
+                flops_input=FLOPS_INPUT, file_size=1_261_937_848,
+                config=LARGE,
                 description="self-supervised on Libri-Light 60k h, CTC fine-tuned on LibriSpeech 960 h"),
     ),
     default="base",

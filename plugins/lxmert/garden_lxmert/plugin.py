@@ -5,6 +5,11 @@ from garden.hookspecs import hookimpl
 
 GARDEN_API_VERSION = "1.0"
 
+# what registry measure counted FLOPs on: the first example of the first task's default data
+QUESTION = "input_ids 1x8, attention_mask 1x8, token_type_ids 1x8"
+TINY_INPUT = f"{QUESTION}, visual_feats 1x36x64, visual_pos 1x36x4, visual_attention_mask 1x36"
+BASE_INPUT = f"{QUESTION}, visual_feats 1x36x2048, visual_pos 1x36x4, visual_attention_mask 1x36"
+
 #: 64-wide region features keep runs fast; vocab_size and num_qa_labels are those of the shipped
 #: questions (a run sets both from its data)
 TINY = {
@@ -26,9 +31,15 @@ LXMERT = ModelEntry(
     tasks=("vqa",),
     builder="garden_lxmert.family:Lxmert",
     variants=(
-        Variant("tiny", params=58_894, config=TINY,
+        Variant("tiny",
+                params=58_894, flops=2_528_000,
+                flops_input=TINY_INPUT, file_size=248_056,
+                config=TINY,
                 description="2 language, 1 vision, 1 cross layer, 32 wide, 64-wide region features; for tests"),
-        Variant("base", hub_id="unc-nlp/lxmert-base-uncased", params=223_722_524, config=BASE,
+        Variant("base", hub_id="unc-nlp/lxmert-base-uncased",
+                params=209_142_542, flops=7_888_078_848,
+                flops_input=BASE_INPUT, file_size=836_626_192,
+                config=BASE,
                 description="pre-trained on COCO and Visual Genome captions and VQA; 36 Faster R-CNN regions of 2048"),
     ),
     default="base",

@@ -5,6 +5,9 @@ from garden.hookspecs import hookimpl
 
 GARDEN_API_VERSION = "1.0"
 
+# what registry measure counted FLOPs on: the first example of the first task's default data
+FLOPS_INPUT = "input_ids 1x10, attention_mask 1x10"
+
 TINY = {
     "vocab_size": 1000, "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2,
     "intermediate_size": 64, "max_position_embeddings": 258, "type_vocab_size": 1, "layer_norm_eps": 1e-5,
@@ -25,15 +28,21 @@ ROBERTA = ModelEntry(
     tasks=("classify", "mlm", "qa"),
     builder="garden_roberta.family:RoBERTa",
     variants=(
-        Variant("tiny", params=58_496, config=TINY,
+        Variant("tiny",
+                params=58_562, flops=329_856,
+                flops_input=FLOPS_INPUT, file_size=238_752,
+                config=TINY,
                 description="2 layers, 32 wide, 1k byte-level BPE vocabulary; for tests and smoke runs"),
         Variant("base", hub_id="FacebookAI/roberta-base", revision="bc2764f8af2e92b6eb5679868df33e224075ca68",
-                params=124_645_632, config=BASE, description="12 layers, 768 wide, English"),
+                params=124_647_170, flops=1_699_875_840,
+                flops_input=FLOPS_INPUT, file_size=498_612_824,
+                config=BASE, description="12 layers, 768 wide, English"),
         Variant("large", hub_id="FacebookAI/roberta-large", revision="722cf37b1afa9454edce342e7895e588b6ff1d59",
-                params=355_359_744, config=LARGE,
+                params=355_361_794, flops=6_041_899_008,
+                flops_input=FLOPS_INPUT, file_size=1_421_495_416,
+                config=LARGE,
                 description="24 layers, 1024 wide, English; Graphcore's 4-IPU layout: (3, 7, 7, 7)"),
     ),
-    # params count the encoder (embeddings, layers, pooler); each task head adds a little
     default="base",
     paper="RoBERTa: A Robustly Optimized BERT Pretraining Approach",
     paper_url="https://arxiv.org/abs/1907.11692",

@@ -5,6 +5,9 @@ from garden.hookspecs import hookimpl
 
 GARDEN_API_VERSION = "1.0"
 
+# what registry measure counted FLOPs on: the first example of the first task's default data
+FLOPS_INPUT = "input_ids 1x28, attention_mask 1x28"
+
 TINY = {"vocab_size": 1000, "d_model": 32, "d_ff": 64, "d_kv": 16, "num_heads": 2, "num_layers": 2,
         "num_decoder_layers": 2, "decoder_start_token_id": 0}
 SMALL = {"vocab_size": 32128, "d_model": 512, "d_ff": 2048, "d_kv": 64, "num_heads": 8, "num_layers": 6,
@@ -20,13 +23,20 @@ T5 = ModelEntry(
     tasks=("text2text",),
     builder="garden_t5.family:T5",
     variants=(
-        Variant("tiny", params=73_472, config=TINY,
+        Variant("tiny",
+                params=73_472, flops=3_246_080,
+                flops_input=FLOPS_INPUT, file_size=299_056,
+                config=TINY,
                 description="2+2 layers, 32 wide, 1,000-token vocabulary; for tests and smoke runs"),
         Variant("small", hub_id="google-t5/t5-small", revision="df1b051c49625cf57a3d0d8d3863ed4d13564fe4",
-                params=60_506_624, config=SMALL,
+                params=60_506_624, flops=2_771_910_656,
+                flops_input=FLOPS_INPUT, file_size=242_041_896,
+                config=SMALL,
                 description="6+6 layers, 512 wide; C4 plus supervised mixture (translates en->fr/de/ro, summarizes)"),
         Variant("base", hub_id="google-t5/t5-base", revision="a9723ea7f1b39c1eae772870f3b547bf6ef7e6c1",
-                params=222_903_552, config=BASE,
+                params=222_903_552, flops=10_499_653_632,
+                flops_input=FLOPS_INPUT, file_size=891_644_712,
+                config=BASE,
                 description="12+12 layers, 768 wide; C4 plus supervised mixture"),
     ),
     default="small",

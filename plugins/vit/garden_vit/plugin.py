@@ -5,6 +5,10 @@ from garden.hookspecs import hookimpl
 
 GARDEN_API_VERSION = "1.0"
 
+# what registry measure counted FLOPs on: the first example of the first task's default data
+TINY_INPUT = "pixel_values 1x3x32x32"
+FLOPS_INPUT = "pixel_values 1x3x224x224"
+
 TINY = {
     "image_size": 32, "patch_size": 4, "hidden_size": 64, "num_hidden_layers": 4,
     "num_attention_heads": 4, "intermediate_size": 128,
@@ -19,10 +23,18 @@ VIT = ModelEntry(
     tasks=("classify",),
     builder="garden_vit.family:ViT",
     variants=(
-        Variant("tiny", params=208_010, config=TINY, description="4 layers, 64 wide, 32x32 input; for tests and smoke runs"),
-        Variant("base", hub_id="google/vit-base-patch16-224", revision="3f49326", params=86_567_656,
+        Variant("tiny",
+                params=142_026, flops=17_433_856,
+                flops_input=TINY_INPUT, file_size=575_872,
+                config=TINY, description="4 layers, 64 wide, 32x32 input; for tests and smoke runs"),
+        Variant("base", hub_id="google/vit-base-patch16-224", revision="3f49326",
+                params=85_806_346, flops=33_695_480_832,
+                flops_input=FLOPS_INPUT, file_size=343_248_584,
                 description="ImageNet-21k pre-trained, ImageNet-1k fine-tuned, 224x224"),
-        Variant("large", hub_id="google/vit-large-patch16-224", params=304_326_632, config=LARGE,
+        Variant("large", hub_id="google/vit-large-patch16-224",
+                params=303_311_882, flops=119_292_317_696,
+                flops_input=FLOPS_INPUT, file_size=1_213_294_072,
+                config=LARGE,
                 description="ImageNet-21k pre-trained, ImageNet-1k fine-tuned, 224x224"),
     ),
     default="base",

@@ -5,6 +5,9 @@ from garden.hookspecs import hookimpl
 
 GARDEN_API_VERSION = "1.0"
 
+# what registry measure counted FLOPs on: the first example of the first task's default data
+FLOPS_INPUT = "input_values 1x8786, attention_mask 1x8786"
+
 #: 7 narrow conv layers (the full 320x downsampling, 50 frames a second), 2 Transformer layers;
 #: SpecAugment and LayerDrop off so half-second utterances are never masked away
 TINY = {
@@ -27,9 +30,15 @@ WAV2VEC2 = ModelEntry(
     tasks=("asr",),
     builder="garden_wav2vec2.family:Wav2Vec2",
     variants=(
-        Variant("tiny", params=40_174, config=TINY,
+        Variant("tiny",
+                params=40_174, flops=12_759_168,
+                flops_input=FLOPS_INPUT, file_size=166_536,
+                config=TINY,
                 description="7 conv layers 32 wide, 2 Transformer layers 32 wide; for tests and smoke runs"),
-        Variant("base", hub_id="facebook/wav2vec2-base-960h", revision="22aad52", params=94_396_320, config=BASE,
+        Variant("base", hub_id="facebook/wav2vec2-base-960h", revision="22aad52",
+                params=94_396_320, flops=7_557_259_264,
+                flops_input=FLOPS_INPUT, file_size=377_611_120,
+                config=BASE,
                 description="self-supervised on LibriSpeech 960 h, CTC fine-tuned on its transcripts"),
     ),
     default="base",

@@ -1,0 +1,79 @@
+"""Each variant's declared params, FLOPs and file size are what the model measures, and
+``registry measure`` names a declared number that is not."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import garden_cli, make_distribution
+
+
+def test_every_tiny_variant_declares_what_it_measures():
+    """The tiny variants build in seconds; the full sizes are measured by `registry measure`
+    (docs/registry.md) and checked the same way."""
+    from garden import registry
+    from garden.measure import measure
+
+    problems, measured = [], 0
+    for entry in registry.list_models():
+        for variant in entry.variants:
+            if variant.name == "tiny":
+                m = measure(entry, variant)
+                assert m.params > 0 and m.flops > 0 and m.file_size > 4 * m.params  # fp32 plus a header
+                problems += m.disagreements(variant)
+                measured += 1
+    assert measured >= 10
+    assert problems == []
+
+
+def test_vit_base_counts_the_flops_of_a_224_pixel_image():
+    """About 17.6 GMACs for ViT-B/16 at 224 (the paper's table); the counter counts a MAC as two."""
+    from garden import registry
+    from garden.measure import measure
+
+    entry = registry.get("vit")
+    m = measure(entry, entry.variant("base"))
+    assert m.input == "pixel_values 1x3x224x224"
+    assert 33e9 < m.flops < 36e9
+    assert m.params == entry.variant("base").params and m.file_size == entry.variant("base").file_size
+
+
+STALE = '''
+import dataclasses
+
+from garden_vit import plugin as vit
+from garden.hookspecs import hookimpl
+
+GARDEN_API_VERSION = "1.0"
+TINY = dataclasses.replace(vit.VIT.variants[0], flops=1)
+
+
+@hookimpl
+def garden_models():
+    return [dataclasses.replace(vit.VIT, variants=(TINY,), default="tiny")]
+
+
+@hookimpl
+def garden_config_dir():
+    return "pkg://garden_vit.conf"
+'''
+
+
+def test_a_stale_declaration_is_named_with_both_numbers(plugin_site):
+    site, env = plugin_site
+    make_distribution(site, "garden-vit-stale", "garden_vit_stale", STALE)
+    env = {**env, "GARDEN_DISABLE_PLUGINS": "garden-vit"}
+    result = garden_cli("registry", "measure", "vit", "--json", env=env)
+    assert result.returncode == 1, result.output
+    [row] = json.loads(result.stdout)
+    assert (row["model"], row["variant"], row["task"]) == ("vit", "tiny", "classify")
+    assert f"error: vit/tiny flops: declared 1, measured {row['flops']}; declare the measured number" in result.stderr
+    assert "params" not in result.stderr  # the other numbers agree
+
+
+@pytest.mark.parametrize("action", ["build", "check"])
+def test_only_measure_takes_model_names(action):
+    result = garden_cli("registry", action, "vit")
+    assert result.returncode != 0 and "registry measure" in result.stderr
