@@ -145,6 +145,11 @@ def cmd_show(args: argparse.Namespace) -> int:
         console.print("  " + " | ".join(registry.stage_summary(layout, entry.tasks)), highlight=False)
     if not entry.layouts:
         console.print("no published layout: ipu.layers_per_ipu=[-1] plans one at run time")
+    for r in entry.results:
+        metrics = " · ".join(f"{k} {v:g}" for k, v in r["metrics"].items())
+        speed = f", {r['throughput']:g} samples/s" if r.get("throughput") else ""
+        console.print(f"result ({r['task']}, {r.get('variant', entry.default_variant.name)}): {metrics} "
+                      f"on {r['dataset']}{speed}", highlight=False)
     for task, command in record["commands"].items():
         console.print(f"{task}: [green]{command}[/]")
     return 0

@@ -183,7 +183,16 @@ def render(document: dict[str, Any]) -> str:
 
 
 def build(path: Path) -> int:
-    """Write ``registry.json``; returns the number of entries."""
+    """Write ``registry.json``; returns the number of entries. A plugin that fails to load stops
+    the build: browsing goes on without it, but a registry written without it would drop its
+    models silently."""
+    failed = discover().failures
+    if failed:
+        first = failed[0]
+        raise PluginError(
+            f"registry build: {first.error}; fix it, or block it "
+            f"with GARDEN_DISABLE_PLUGINS={first.distribution} to build without its models"
+        )
     document = registry_document()
     write_atomic(path, render(document))
     return len(document["models"])

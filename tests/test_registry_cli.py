@@ -69,3 +69,19 @@ def test_registry_check_fails_on_a_stale_file(tmp_path):
     result = garden_cli("registry", "check", "--path", str(stale))
     assert result.returncode == 1
     assert "stale" in result.stderr and "vit" in result.stderr
+
+
+def test_registry_build_stops_at_a_plugin_that_fails_to_load(plugin_site, tmp_path):
+    """Listing goes on without a broken plugin, but a registry.json written without it would drop
+    its models silently: the build names it and writes nothing."""
+    from conftest import make_distribution
+
+    site, env = plugin_site
+    make_distribution(site, "garden-broken", "garden_broken", "def garden_models(:\n")
+    target = tmp_path / "registry.json"
+    result = garden_cli("registry", "build", "--path", str(target), env=env)
+    assert result.returncode != 0 and not target.exists()
+    assert "error: registry build: plugin 'garden-broken' failed to load: SyntaxError" in result.stderr
+    assert "GARDEN_DISABLE_PLUGINS=garden-broken" in result.stderr
+    blocked = garden_cli("registry", "build", "--path", str(target), env={**env, "GARDEN_DISABLE_PLUGINS": "garden-broken"})
+    assert blocked.returncode == 0 and target.exists(), blocked.output

@@ -5,6 +5,9 @@ from garden.hookspecs import hookimpl
 
 GARDEN_API_VERSION = "1.0"
 
+# where bench/results.py measured the results below
+MEASURED_ON = "Intel(R) Xeon(R) Processor, 2 cores, 1 process"
+
 # what registry measure counted FLOPs on: the first example of the first task's default data
 FLOPS_INPUT = "input_ids 1x109, attention_mask 1x109"
 
@@ -46,6 +49,12 @@ BART = ModelEntry(
           "and Comprehension",
     paper_url="https://arxiv.org/abs/1910.13461",
     license="apache-2.0",
+    results=(
+        {"task": "summarize", "variant": "tiny",
+         "dataset": "garden's summaries.jsonl, held-out split",
+         "metrics": {"loss": 5.2067, "token_accuracy": 0.102},
+         "throughput": 445.5, "hardware": MEASURED_ON, "source": "python bench/results.py"},
+    ),
 )
 
 

@@ -5,6 +5,9 @@ from garden.hookspecs import hookimpl
 
 GARDEN_API_VERSION = "1.0"
 
+# where bench/results.py measured the results below
+MEASURED_ON = "Intel(R) Xeon(R) Processor, 2 cores, 1 process"
+
 # what registry measure counted FLOPs on: the first example of the first task's default data
 FLOPS_INPUT = "input_ids 1x7, attention_mask 1x7"
 
@@ -42,6 +45,12 @@ DEBERTA = ModelEntry(
     paper="DeBERTaV3: Improving DeBERTa using ELECTRA-Style Pre-Training with Gradient-Disentangled Embedding Sharing",
     paper_url="https://arxiv.org/abs/2111.09543",
     license="mit",
+    results=(
+        {"task": "classify", "variant": "tiny",
+         "dataset": "garden's sst2_like.jsonl, held-out split",
+         "metrics": {"accuracy": 0.8833, "loss": 0.3985},
+         "throughput": 1592.1, "hardware": MEASURED_ON, "source": "python bench/results.py"},
+    ),
 )
 
 

@@ -10,6 +10,9 @@ from garden.hookspecs import hookimpl
 
 GARDEN_API_VERSION = "1.0"
 
+# where bench/results.py measured the results below
+MEASURED_ON = "Intel(R) Xeon(R) Processor, 2 cores, 1 process"
+
 # what registry measure counted FLOPs on: the first example of the first task's default data
 CLUSTER_INPUT = "x 102x32, edge_index 2x336, node_ids 102"
 EVENT_INPUT = "src 1, dst 1, neg_dst 1, t 1, msg 1x8"
@@ -38,6 +41,12 @@ CLUSTER_GCN = ModelEntry(
     paper="Cluster-GCN: An Efficient Algorithm for Training Deep and Large Graph Convolutional Networks",
     paper_url="https://arxiv.org/abs/1905.07953",
     license="mit",
+    results=(
+        {"task": "node-classify", "variant": "tiny",
+         "dataset": "stochastic block model (20,000 nodes, 8 blocks, 99,858 edges), 200 METIS clusters, held-out split",
+         "metrics": {"accuracy": 0.9482, "loss": 0.2109},
+         "throughput": 2080.2, "hardware": MEASURED_ON, "source": "python bench/results.py"},
+    ),
 )
 
 TGN = ModelEntry(
@@ -63,6 +72,12 @@ TGN = ModelEntry(
     paper="Temporal Graph Networks for Deep Learning on Dynamic Graphs",
     paper_url="https://arxiv.org/abs/2006.10637",
     license="mit",
+    results=(
+        {"task": "link-predict", "variant": "tiny",
+         "dataset": "generated events (500 users, 500 items, 10,000 events), held-out split",
+         "metrics": {"average_precision": 0.7175, "roc_auc": 0.7327, "loss": 0.6174},
+         "throughput": 10408.2, "hardware": MEASURED_ON, "source": "python bench/results.py"},
+    ),
 )
 
 SCHNET = ModelEntry(
@@ -88,6 +103,12 @@ SCHNET = ModelEntry(
     paper="SchNet: A continuous-filter convolutional neural network for modeling quantum interactions",
     paper_url="https://arxiv.org/abs/1706.08566",
     license="mit",
+    results=(
+        {"task": "graph-regress", "variant": "tiny",
+         "dataset": "ASE G2 molecules (148), zero-point energy (kcal/mol), held-out split",
+         "metrics": {"mae": 1.0126, "loss": 1.4627},
+         "throughput": 4018.9, "hardware": MEASURED_ON, "source": "python bench/results.py"},
+    ),
 )
 
 

@@ -5,6 +5,9 @@ from garden.hookspecs import hookimpl
 
 GARDEN_API_VERSION = "1.0"
 
+# where bench/results.py measured the results below
+MEASURED_ON = "Intel(R) Xeon(R) Processor, 2 cores, 1 process"
+
 # what registry measure counted FLOPs on: the first example of the first task's default data
 FLOPS_INPUT = "input_ids 1x10, attention_mask 1x10"
 
@@ -47,6 +50,12 @@ ROBERTA = ModelEntry(
     paper="RoBERTa: A Robustly Optimized BERT Pretraining Approach",
     paper_url="https://arxiv.org/abs/1907.11692",
     license="mit",
+    results=(
+        {"task": "classify", "variant": "tiny",
+         "dataset": "garden's sst2_like.jsonl, held-out split",
+         "metrics": {"accuracy": 0.9167, "loss": 0.2849},
+         "throughput": 2250.5, "hardware": MEASURED_ON, "source": "python bench/results.py"},
+    ),
 )
 
 

@@ -5,6 +5,9 @@ from garden.hookspecs import hookimpl
 
 GARDEN_API_VERSION = "1.0"
 
+# where bench/results.py measured the results below
+MEASURED_ON = "Intel(R) Xeon(R) Processor, 2 cores, 1 process"
+
 # what registry measure counted FLOPs on: the first example of the first task's default data
 TINY_INPUT = "pixel_values 1x3x32x32"
 FLOPS_INPUT = "pixel_values 1x3x224x224"
@@ -42,6 +45,12 @@ VIT = ModelEntry(
     paper_url="https://arxiv.org/abs/2010.11929",
     license="apache-2.0",
     layouts={4: (3, 3, 3, 3)},
+    results=(
+        {"task": "classify", "variant": "tiny",
+         "dataset": "scikit-learn digits (1,797 8x8 scans), held-out split",
+         "metrics": {"accuracy": 0.8942, "loss": 0.3747},
+         "throughput": 909.5, "hardware": MEASURED_ON, "source": "python bench/results.py"},
+    ),
 )
 
 
