@@ -62,6 +62,10 @@ def human(n: int | None) -> str:
     return str(n)
 
 
+def megabytes(n: int | None) -> str:
+    return "-" if n is None else f"{n / 1e6:,.1f} MB"
+
+
 def print_json(obj: Any) -> None:
     sys.stdout.write(json.dumps(obj, indent=2, default=str) + "\n")
 
@@ -128,10 +132,8 @@ def cmd_show(args: argparse.Namespace) -> int:
         variants.add_column(column)
     for v in entry.variants:
         mark = " (default)" if v.name == entry.default_variant.name else ""
-        size = "-" if v.file_size is None else f"{v.file_size / 1e6:,.1f} MB"
-        variants.add_row(v.name + mark, v.hub_id or "-", v.revision or "-", human(v.params), human(v.flops), size,
-                         v.description)
-
+        variants.add_row(v.name + mark, v.hub_id or "-", v.revision or "-", human(v.params), human(v.flops),
+                         megabytes(v.file_size), v.description)
     console.print(variants)
     inputs: dict[str, list[str]] = {}
     for v in entry.variants:
@@ -188,7 +190,7 @@ def measure_variants(args: argparse.Namespace) -> int:
     models = [registry.get(n) for n in args.names] if args.names else registry.list_models()
     measured = measure_all(models)
     declared = {(e.name, v.name): v for e in models for v in e.variants}
-    problems = [d for m in measured for d in m.disagreements(declared[m.model, m.variant])]
+    off = {(m.model, m.variant): m.disagreements(declared[m.model, m.variant]) for m in measured}
     if args.json:
         print_json([m.__dict__ for m in measured])
     else:
@@ -199,10 +201,10 @@ def measure_variants(args: argparse.Namespace) -> int:
         for column in ("model", "variant", "params", "FLOPs", "file", "declared", "input"):
             table.add_column(column, justify="right" if column in ("params", "FLOPs", "file") else "left")
         for m in measured:
-            off = m.disagreements(declared[m.model, m.variant])
-            table.add_row(m.model, m.variant, human(m.params), human(m.flops), f"{m.file_size / 1e6:,.1f} MB",
-                          "[red]differs[/]" if off else "[green]agrees[/]", m.input)
+            table.add_row(m.model, m.variant, human(m.params), human(m.flops), megabytes(m.file_size),
+                          "[red]differs[/]" if off[m.model, m.variant] else "[green]agrees[/]", m.input)
         Console().print(table)
+    problems = [problem for found in off.values() for problem in found]
     for problem in problems:
         print(f"error: {problem}; declare the measured number on the plugin's Variant", file=sys.stderr)
     return 1 if problems else 0

@@ -7,9 +7,10 @@ every declared number that disagrees, which is how a plugin keeps them true.
 
 What is measured is the model ``python -m garden model=M`` runs: the variant's architecture
 (a Hub variant with its own vocabulary) with the head of the entry's first task, sized by that
-task's default data, built with random weights (no download). FLOPs are one forward pass on the first example of that data
-(``torch.utils.flop_counter``: a multiply-add counts two; the input's shapes are reported
-beside them); the file size is the bytes of the safetensors file the family saves.
+task's default data, built with random weights (no download). FLOPs are one forward pass on the
+first example of that data (``torch.utils.flop_counter``: a multiply-add counts two; the input's
+shapes are reported beside them); the file size is the bytes of the safetensors file the family
+saves.
 """
 
 from __future__ import annotations
@@ -56,12 +57,11 @@ class Measurement:
         return found
 
 
-def shapes(batch: Any) -> str:
-    """The tensors a batch holds, as ``name AxB`` items."""
+def shapes(batch: dict[str, Any]) -> str:
+    """The tensors a batch holds, its labels aside, as ``name AxB`` items."""
     import torch
 
-    items = batch.items() if isinstance(batch, dict) else enumerate(batch)
-    return ", ".join(f"{k} {'x'.join(map(str, v.shape))}" for k, v in items
+    return ", ".join(f"{k} {'x'.join(map(str, v.shape))}" for k, v in batch.items()
                      if isinstance(v, torch.Tensor) and k != "labels")
 
 
@@ -107,8 +107,7 @@ def measure(entry: ModelEntry, variant: Variant) -> Measurement:
     with tempfile.TemporaryDirectory() as tmp, quietly():
         prepared.family.save(model, prepared.preprocessor, Path(tmp))
         size = sum(f.stat().st_size for f in Path(tmp).rglob("*.safetensors"))
-    return Measurement(entry.name, variant.name, task, params, int(counter.get_total_flops()), size,
-                       shapes(prepared.task.inputs(batch) if not isinstance(batch, dict) else batch))
+    return Measurement(entry.name, variant.name, task, params, int(counter.get_total_flops()), size, shapes(batch))
 
 
 def measure_all(models: list[ModelEntry]) -> list[Measurement]:

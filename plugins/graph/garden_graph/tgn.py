@@ -45,14 +45,18 @@ class Memory(TGNMemory):
         del self._assoc
         self.register_buffer("_assoc", scratch, persistent=False)
 
+    def flush(self) -> None:
+        """Move the memory of the nodes with pending messages, and empty the message store."""
+        pending = sorted({node for store in (self.msg_s_store, self.msg_d_store)
+                          for node, (src, *_) in store.items() if src.numel()})
+        with torch.no_grad():
+            if pending:
+                self._update_memory(torch.tensor(pending, device=self.memory.device))
+            self._reset_message_store()
+
     def train(self, mode: bool = True):
         if self.training and not mode:
-            pending = sorted({node for store in (self.msg_s_store, self.msg_d_store)
-                              for node, (src, *_) in store.items() if src.numel()})
-            with torch.no_grad():
-                if pending:
-                    self._update_memory(torch.tensor(pending, device=self.memory.device))
-                self._reset_message_store()
+            self.flush()
         return nn.Module.train(self, mode)
 
 
@@ -174,9 +178,7 @@ class TGN(GraphFamily):
     def save(self, model: Any, preprocessor: Any, folder: Any) -> None:
         """Pending messages are flushed into the memory first: the saved state is then complete
         (the message store is not a buffer), and a reloaded model predicts what this one does."""
-        if model.memory.training:
-            model.memory.train(False)
-            model.memory.train(True)
+        model.memory.flush()
         super().save(model, preprocessor, folder)
 
     def stage_blocks(self, model: Any, task: str) -> list[Block]:
