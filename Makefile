@@ -1,6 +1,9 @@
 # garden: make venv | make run | make test
 PYTHON ?= python3
 TORCH ?= torch==2.13.0
+# Where torch comes from. Empty: pip's default index, which on Linux serves the CUDA build (GBs; it
+# runs on CPU too). For the CPU-only wheel: make venv TORCH_INDEX=https://download.pytorch.org/whl/cpu
+TORCH_INDEX ?=
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PLUGINS := $(sort $(dir $(wildcard plugins/*/pyproject.toml)))
@@ -10,11 +13,12 @@ RUN_ARGS ?= model=vit task=classify model.variant=tiny
 
 venv: $(VENV)/.installed
 
-# Torch first and pinned (a bare "torch" may pull a multi-GB CUDA build), then garden and every
-# plugin under plugins/ in editable mode. Re-runs only when a pyproject or this file changes.
+# Torch first and pinned, so that garden's "torch>=..." is already met and pip pulls no other build;
+# then garden and every plugin under plugins/ in editable mode, at the versions of constraints.txt.
+# Re-runs only when a pyproject or this file changes.
 $(VENV)/.installed: pyproject.toml constraints.txt $(addsuffix pyproject.toml,$(PLUGINS)) Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check "$(TORCH)"
+	$(PY) -m pip install --quiet --disable-pip-version-check $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX)) "$(TORCH)"
 	$(PY) -m pip install --quiet --disable-pip-version-check -c constraints.txt -e ".[dev]" $(addprefix -e ,$(PLUGINS))
 	touch $@
 
