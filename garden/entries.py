@@ -13,18 +13,24 @@ path resolved only when a run needs it.
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 DOMAINS = ("vision", "nlp", "speech", "multimodal", "gnn")
+
+#: a full Hub commit hash: the only revision that names the same files for ever (a branch moves,
+#: and a 7-character prefix is how the Hub shows a commit, not an id that stays unique)
+COMMIT_HASH = re.compile(r"[0-9a-f]{40}")
 
 
 @dataclass(frozen=True)
 class Variant:
     """One size of a model: its Hub checkpoint (pinned) or a config to build from scratch.
 
-    ``hub_id``/``revision`` name the pretrained weights (``revision`` a commit hash, so a run
-    is reproducible); ``config`` holds config overrides for variants without weights (``tiny``).
+    ``hub_id``/``revision`` name the pretrained weights (``revision`` a full commit hash, so a
+    run is reproducible; ``registry build`` refuses anything else); ``config`` holds config
+    overrides for variants without weights (``tiny``).
     ``params``, ``flops`` (one forward pass on ``flops_input``) and ``file_size`` describe the
     model garden builds for the entry's first task; ``registry measure`` computes and checks them.
     """
@@ -38,6 +44,20 @@ class Variant:
     file_size: int | None = None
     config: Mapping[str, Any] = field(default_factory=dict)
     description: str = ""
+
+    def pin_problem(self) -> str | None:
+        """Why the Hub checkpoint is not pinned to one commit, or ``None`` (also without one)::
+
+            >>> Variant("base", hub_id="org/name", revision="3f49326").pin_problem()
+            "pins org/name to '3f49326', not a full 40-character commit hash"
+        """
+        if self.hub_id is None:
+            return None
+        if self.revision is None:
+            return f"names {self.hub_id} without a pinned revision"
+        if not COMMIT_HASH.fullmatch(self.revision):
+            return f"pins {self.hub_id} to '{self.revision}', not a full 40-character commit hash"
+        return None
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ from fnmatch import fnmatch
 from pathlib import Path
 from typing import Iterable
 
-from garden.entries import Variant
+from garden.entries import COMMIT_HASH, ModelEntry, Variant
 from garden.errors import WeightsError
 
 SAFETENSORS_FILES = ("*.safetensors", "model.safetensors.index.json")
@@ -54,7 +54,6 @@ SIDE_FILES = (
 # Weights in subfolders (onnx/, original/, ...) are not what from_pretrained loads.
 TOP_LEVEL_ONLY = ["*/*"]
 REACHABILITY_TIMEOUT_S = 2.0
-COMMIT_HASH = re.compile(r"[0-9a-f]{40}")
 
 
 @dataclass(frozen=True)
@@ -79,15 +78,17 @@ def resolve_weights(
     *,
     allow_pickle: bool = False,
     for_training: bool = True,
+    entry: ModelEntry | None = None,
 ) -> WeightsResolution:
-    """Turn a ``weights`` setting into a loadable folder (or random init); see the module doc."""
+    """Turn a ``weights`` setting into a loadable folder (or random init); see the module doc.
+    ``entry``, the model ``variant`` belongs to, lets an error name the model and its plugin."""
     source = source.strip()
     if source == "random":
         return WeightsResolution(None, "random")
     if source == "auto":
-        return _auto(variant, allow_pickle=allow_pickle, for_training=for_training)
+        return _auto(variant, allow_pickle=allow_pickle, for_training=for_training, entry=entry)
     if source == "hub" or source.startswith("hub:"):
-        repo_id, revision = pinned_checkpoint(variant) if source == "hub" else parse_hub_source(source)
+        repo_id, revision = pinned_checkpoint(variant, entry) if source == "hub" else parse_hub_source(source)
         try:
             return _from_hub(repo_id, revision, allow_pickle=allow_pickle)
         except _Unobtainable as why:
@@ -109,18 +110,22 @@ def parse_hub_source(source: str) -> tuple[str, str]:
     return repo_id, revision or "main"
 
 
-def pinned_checkpoint(variant: Variant | None) -> tuple[str, str]:
-    """The variant's Hub repo and pinned revision; a registry entry must pin one, so that a
-    rerun loads the same bytes (``hub:org/name`` is how a user asks for ``main``)."""
+def pinned_checkpoint(variant: Variant | None, entry: ModelEntry | None = None) -> tuple[str, str]:
+    """The variant's Hub repo and the full commit it is pinned to, so that a rerun loads the same
+    bytes (``hub:org/name`` is how a user asks for ``main``). ``registry build`` refuses an
+    installed plugin whose variant pins less, so this error reaches only users of such a plugin."""
     if variant is None or variant.hub_id is None:
         name = f"variant '{variant.name}'" if variant else "this model"
         raise WeightsError(
             f"{name} has no Hub checkpoint (weights=hub); use weights=random, a folder, or hub:org/name"
         )
-    if variant.revision is None:
+    problem = variant.pin_problem()
+    if problem:
+        who = f"model '{entry.name}' variant '{variant.name}'" if entry else f"variant '{variant.name}'"
+        author = f"the author of plugin {entry.plugin}" if entry and entry.plugin else "its plugin's author"
         raise WeightsError(
-            f"variant '{variant.name}' names {variant.hub_id} without a pinned revision; pin a commit in "
-            f"its Variant(revision=...) or ask for the latest with weights=hub:{variant.hub_id}"
+            f"{who} {problem}; choose a commit yourself with weights=hub:{variant.hub_id}@COMMIT "
+            f"(or hub:{variant.hub_id} for its main branch), and ask {author} to pin one"
         )
     return variant.hub_id, variant.revision
 
@@ -153,10 +158,12 @@ def push(folder: Path, repo_id: str, *, private: bool = False, token: str | None
     return commit.commit_url
 
 
-def _auto(variant: Variant | None, *, allow_pickle: bool, for_training: bool) -> WeightsResolution:
+def _auto(
+    variant: Variant | None, *, allow_pickle: bool, for_training: bool, entry: ModelEntry | None
+) -> WeightsResolution:
     if variant is None or variant.hub_id is None:
         return WeightsResolution(None, "random")
-    repo_id, revision = pinned_checkpoint(variant)
+    repo_id, revision = pinned_checkpoint(variant, entry)
     try:
         return _from_hub(repo_id, revision, allow_pickle=allow_pickle)
     except _Unobtainable as why:

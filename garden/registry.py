@@ -162,6 +162,17 @@ def stage_summary(layers_per_ipu: Iterable[int], tasks: Iterable[str] = ()) -> l
     return lines
 
 
+def pin_problems(entry: ModelEntry) -> list[str]:
+    """One line for each variant of ``entry`` whose Hub checkpoint is not pinned to a full commit
+    hash: such a variant's files can change under a user, and its printed command may not run."""
+    return [
+        f"model '{entry.name}' variant '{v.name}' {problem}; write the full commit hash (the repo's "
+        f"History page on the Hub) as its Variant(revision=...) in plugin {entry.plugin}"
+        for v in entry.variants
+        if (problem := v.pin_problem())
+    ]
+
+
 def entry_record(entry: ModelEntry) -> dict[str, Any]:
     """One model as it appears in ``registry.json``."""
     record = entry.to_dict()
@@ -193,15 +204,23 @@ def build(path: Path) -> int:
             f"registry build: {first.error}; fix it, or block it "
             f"with GARDEN_DISABLE_PLUGINS={first.distribution} to build without its models"
         )
+    unpinned = [problem for e in entries().values() for problem in pin_problems(e)]
+    if unpinned:
+        more = f" ({len(unpinned) - 1} more: registry check lists them all)" if len(unpinned) > 1 else ""
+        raise PluginError(f"registry build: {unpinned[0]}{more}")
     document = registry_document()
     write_atomic(path, render(document))
     return len(document["models"])
 
 
 def check(path: Path) -> list[str]:
-    """Problems with the ``registry.json`` at ``path``: unreadable, off-schema, or stale against the plugins."""
+    """Problems with the ``registry.json`` at ``path``: unreadable, off-schema, or stale against the
+    plugins; first, any variant of the plugins that is not pinned to a full commit (build refuses those)."""
     from garden.schema import validate_registry
 
+    unpinned = [problem for e in entries().values() for problem in pin_problems(e)]
+    if unpinned:
+        return unpinned
     path = Path(path)
     if not path.exists():
         return [f"{path} does not exist; run: python -m garden registry build"]

@@ -51,10 +51,10 @@ def family_of(entry: ModelEntry) -> ModelFamily:
     return cls()
 
 
-def resolve_weights(source: str, variant: Variant, *, allow_pickle: bool, for_training: bool):
+def resolve_weights(source: str, variant: Variant, *, allow_pickle: bool, for_training: bool, entry: ModelEntry):
     from garden import hub
 
-    return hub.resolve_weights(source, variant, allow_pickle=allow_pickle, for_training=for_training)
+    return hub.resolve_weights(source, variant, allow_pickle=allow_pickle, for_training=for_training, entry=entry)
 
 
 def prepare(cfg: Any, *, load_data: bool = True) -> Prepared:
@@ -67,7 +67,8 @@ def prepare(cfg: Any, *, load_data: bool = True) -> Prepared:
     family = family_of(entry)
     task = family.task(cfg.task.name)
     weights = resolve_weights(
-        cfg.weights.source, variant, allow_pickle=cfg.weights.allow_pickle, for_training=cfg.mode == "train"
+        cfg.weights.source, variant, allow_pickle=cfg.weights.allow_pickle, for_training=cfg.mode == "train",
+        entry=entry,
     )
     if cfg.mode == "infer" and weights.folder is None and cfg.weights.source == "auto":
         raise WeightsError(
@@ -103,7 +104,8 @@ def load_model(
     task = task or entry.tasks[0]
     registry.check_task(entry, task)
     chosen = entry.variant(variant)
-    resolved = resolve_weights(weights, chosen, allow_pickle=allow_pickle, for_training=weights == "random")
+    resolved = resolve_weights(weights, chosen, allow_pickle=allow_pickle, for_training=weights == "random",
+                               entry=entry)
     spec = BuildSpec(entry=entry, variant=chosen, task=task, weights_dir=resolved.folder,
                      labels=tuple(labels) if labels else None)
     return family_of(entry).build(spec)

@@ -55,12 +55,18 @@ def _short(error: Any) -> str:
 
 
 def _describe(document: Any, path: list[Any], message: str) -> str:
-    """Prefix ``message`` with the field's path and, inside a model, the model's name."""
+    """Prefix ``message`` with the field's path and, inside a model, the model's name (and the
+    variant's, inside one)."""
     where = json_path(path)
     if len(path) >= 2 and path[0] == "models" and isinstance(path[1], int):
         model = document["models"][path[1]]
         if isinstance(model, dict) and isinstance(model.get("name"), str):
-            where += f" ({model['name']})"
+            names = [model["name"]]
+            if len(path) >= 4 and path[2] == "variants" and isinstance(path[3], int):
+                variant = model["variants"][path[3]]  # the path came from this document
+                if isinstance(variant, dict) and isinstance(variant.get("name"), str):
+                    names.append(f"variant {variant['name']}")
+            where += f" ({', '.join(names)})"
     return f"{where}: {message}"
 
 

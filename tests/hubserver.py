@@ -73,18 +73,24 @@ class HubServer:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def add_repo(self, repo_id: str, folder: Path, *, branch: str = "main") -> str:
+    def add_repo(self, repo_id: str, folder: Path, *, branch: str | None = "main", sha: str | None = None) -> str:
         """Commit every file under ``folder`` as the new state of ``branch``; returns the sha."""
         files = {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
-        return self.commit(repo_id, files, branch=branch)
+        return self.commit(repo_id, files, branch=branch, sha=sha)
 
-    def commit(self, repo_id: str, files: dict[str, bytes], *, branch: str = "main") -> str:
+    def commit(
+        self, repo_id: str, files: dict[str, bytes], *, branch: str | None = "main", sha: str | None = None
+    ) -> str:
+        """Add a commit of ``files``. ``sha``: the hash a real repo's commit has (default: one made
+        from the content); ``branch=None`` moves no branch, like a commit only a pull request's
+        ref points at, so only its hash finds it."""
         with self.lock:
             repo = self.repos.setdefault(repo_id, Repo())
             tree = sorted((path, git_blob_sha(data)) for path, data in files.items())
-            sha = hashlib.sha1(json.dumps([repo_id, branch, len(repo.commits), tree]).encode()).hexdigest()
+            sha = sha or hashlib.sha1(json.dumps([repo_id, branch, len(repo.commits), tree]).encode()).hexdigest()
             repo.commits[sha] = dict(files)
-            repo.refs[branch] = sha
+            if branch is not None:
+                repo.refs[branch] = sha
             return sha
 
     def lose_blob(self, repo_id: str, path: str) -> None:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from garden.entries import Variant
+from garden.entries import ModelEntry, Variant
 from garden.errors import WeightsError
 from garden.hub import parse_hub_source, resolve_weights
 from hubserver import HubServer
@@ -294,10 +294,24 @@ def test_random_and_auto_without_a_checkpoint_need_no_weights():
     assert resolve_weights("auto", tiny) == resolve_weights("random", tiny)
 
 
-def test_a_variant_must_pin_its_revision_for_hub_and_auto():
+def test_a_variant_must_pin_a_full_commit_for_hub_and_auto():
+    """registry build refuses such a plugin, so this is what a user of one meets: the error names
+    the plugin to report it to and the source that runs anyway."""
     unpinned = Variant("base", hub_id="org/tiny-vit")
+    prefix = Variant("base", hub_id="org/tiny-vit", revision="3f49326")
     for source in ("hub", "auto"):
-        with pytest.raises(WeightsError, match="without a pinned revision.*weights=hub:org/tiny-vit"):
+        with pytest.raises(WeightsError, match="without a pinned revision.*weights=hub:org/tiny-vit@COMMIT"):
             resolve_weights(source, unpinned)
+        with pytest.raises(WeightsError, match="'3f49326', not a full 40-character commit hash"):
+            resolve_weights(source, prefix)
+    toy = ModelEntry(name="toy", family="toy", domain="vision", description="a toy", tasks=("classify",),
+                     builder="nowhere:Toy", variants=(prefix,), plugin="garden-toy")
+    with pytest.raises(WeightsError) as raised:
+        resolve_weights("auto", prefix, entry=toy)
+    assert str(raised.value) == (
+        "model 'toy' variant 'base' pins org/tiny-vit to '3f49326', not a full 40-character commit hash; "
+        "choose a commit yourself with weights=hub:org/tiny-vit@COMMIT (or hub:org/tiny-vit for its main "
+        "branch), and ask the author of plugin garden-toy to pin one"
+    )
     with pytest.raises(WeightsError, match="has no Hub checkpoint"):
         resolve_weights("hub", Variant("tiny"))

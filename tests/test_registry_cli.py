@@ -7,6 +7,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from conftest import ROOT, garden_cli
 
 
@@ -85,3 +87,57 @@ def test_registry_build_stops_at_a_plugin_that_fails_to_load(plugin_site, tmp_pa
     assert "GARDEN_DISABLE_PLUGINS=garden-broken" in result.stderr
     blocked = garden_cli("registry", "build", "--path", str(target), env={**env, "GARDEN_DISABLE_PLUGINS": "garden-broken"})
     assert blocked.returncode == 0 and target.exists(), blocked.output
+
+
+TOY_ON_THE_HUB = '''
+from garden.entries import ModelEntry, Variant
+from garden.hookspecs import hookimpl
+GARDEN_API_VERSION = "1.0"
+
+@hookimpl
+def garden_models():
+    return [ModelEntry(name="toy", family="toy", domain="vision", description="a toy model",
+                       tasks=("classify",), builder="nowhere:Toy",
+                       variants=(Variant("tiny", params=10), Variant("base", hub_id="org/toy", {pin})))]
+'''
+
+
+@pytest.mark.parametrize("pin, problem", [
+    ('revision="3f49326"', "pins org/toy to '3f49326', not a full 40-character commit hash"),
+    ("", "names org/toy without a pinned revision"),
+], ids=["short", "missing"])
+def test_registry_build_and_check_refuse_a_variant_not_pinned_to_a_full_commit(plugin_site, tmp_path, pin, problem):
+    """A Hub variant without a full commit would read other files next month, or none: its
+    command would not run. build writes nothing and check fails, each in one line naming the
+    model, the variant, the pin and the plugin to fix."""
+    from conftest import make_distribution
+
+    site, env = plugin_site
+    make_distribution(site, "garden-toy", "garden_toy", TOY_ON_THE_HUB.format(pin=pin))
+    target = tmp_path / "registry.json"
+    built = garden_cli("registry", "build", "--path", str(target), env=env)
+    assert built.returncode != 0 and not target.exists()
+    assert built.stderr.strip().splitlines() == [
+        f"error: registry build: model 'toy' variant 'base' {problem}; write the full commit hash (the repo's "
+        "History page on the Hub) as its Variant(revision=...) in plugin garden-toy"
+    ]
+    checked = garden_cli("registry", "check", "--path", str(ROOT / "registry.json"), env=env)
+    assert checked.returncode == 1
+    assert [line for line in checked.stderr.splitlines() if line.startswith("error:")] == [
+        f"error: model 'toy' variant 'base' {problem}; write the full commit hash (the repo's "
+        "History page on the Hub) as its Variant(revision=...) in plugin garden-toy"
+    ]
+
+
+def test_the_schema_wants_a_full_commit_beside_every_hub_id_and_names_the_variant():
+    """registry.json itself, hand-edited or written by an older garden, is held to the same rule."""
+    from garden.schema import validate_registry
+
+    document = json.loads((ROOT / "registry.json").read_text())
+    vit = next(i for i, m in enumerate(document["models"]) if m["name"] == "vit")
+    base = next(j for j, v in enumerate(document["models"][vit]["variants"]) if v["name"] == "base")
+    where = f"models[{vit}].variants[{base}].revision (vit, variant base)"
+    document["models"][vit]["variants"][base]["revision"] = "3f49326"
+    assert validate_registry(document) == [f"{where}: '3f49326' does not match '^[0-9a-f]{{40}}$'"]
+    document["models"][vit]["variants"][base]["revision"] = None
+    assert validate_registry(document) == [f"{where}: None is not of type 'string'"]

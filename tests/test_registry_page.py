@@ -41,7 +41,7 @@ def model(name: str, domain: str, tasks: list[str], plugin: str, params: int, de
     return {
         "name": name, "family": name, "domain": domain, "description": description, "tasks": tasks,
         "builder": f"{plugin.replace('-', '_')}:Family",
-        "variants": [{"name": "base", "hub_id": f"org/{name}-base", "revision": "0123abc", "params": params,
+        "variants": [{"name": "base", "hub_id": f"org/{name}-base", "revision": "0123abcdef" * 4, "params": params,
                       "flops": 200 * params, "flops_input": "input_ids 1x128", "file_size": 4 * params,
                       "config": {}, "description": ""}],
         "default": "base", "paper": f"The {name} paper", "paper_url": f"https://arxiv.org/abs/{name}",

@@ -27,7 +27,7 @@ from garden.hookspecs import hookimpl
 GARDEN_API_VERSION = "1.0"
 
 def toy(name, domain, tasks, params, description, pretrained=True, layouts=None):
-    weights = dict(hub_id=f"org/{name}", revision="0123abc") if pretrained else {}
+    weights = dict(hub_id=f"org/{name}", revision="0123abcdef" * 4) if pretrained else {}
     return ModelEntry(name=name, family=name.split("-")[0], domain=domain, description=description,
                       tasks=tasks, builder="nowhere:Toy", layouts=layouts or {}, license="mit",
                       variants=(Variant("tiny", params=1000), Variant("base", params=params, **weights)),
@@ -191,12 +191,12 @@ def broken_copy(document: dict, change) -> dict:
 
 
 @pytest.mark.parametrize("change, field, complaint", [
-    (lambda m: m["variants"][1].update(params="many"), "models[0].variants[1].params (bert)",
+    (lambda m: m["variants"][1].update(params="many"), "models[0].variants[1].params (bert, variant base)",
      "'many' is not of type 'integer', 'null'"),
     (lambda m: m.pop("license"), "models[0] (bert)", "'license' is a required property"),
     (lambda m: m.update(licence="mit"), "models[0] (bert)", "'licence' was unexpected"),
     (lambda m: m.update(domain="audio"), "models[0].domain (bert)", "'audio' is not one of"),
-    (lambda m: m["variants"][1].update(revision="main"), "models[0].variants[1].revision (bert)",
+    (lambda m: m["variants"][1].update(revision="main"), "models[0].variants[1].revision (bert, variant base)",
      "'main' does not match"),
     (lambda m: m["layouts"].update({"4": [4, 4, 4]}), 'models[0].layouts["4"] (bert)',
      "[4, 4, 4] has 3 entries for 4 IPUs; give one per IPU"),

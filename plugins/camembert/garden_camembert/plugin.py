@@ -35,8 +35,8 @@ CAMEMBERT = ModelEntry(
                 flops_input=FLOPS_INPUT, file_size=162_320,
                 config=TINY,
                 description="2 layers, 32 wide, 1k Unigram vocabulary trained on French sentences; for tests"),
-        # no pinned revision found offline; the Hub's main branch is used until one is
-        Variant("base", hub_id="almanach/camembert-base",
+        # main's merge of the Hub's safetensors conversion (#3); docs/registry.md says where it was confirmed
+        Variant("base", hub_id="almanach/camembert-base", revision="be8cbf7fcc01247489f4dff362aee0443b9a3d86",
                 params=110_623_490, flops=4_417_784_832,
                 flops_input=FLOPS_INPUT, file_size=442_518_104,
                 config=BASE,

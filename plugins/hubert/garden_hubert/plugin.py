@@ -42,12 +42,14 @@ HUBERT = ModelEntry(
                 flops_input=FLOPS_INPUT, file_size=171_056,
                 config=TINY,
                 description="7 conv layers 32 wide, 2 pre-norm Transformer layers 32 wide; for tests and smoke runs"),
-        Variant("base", hub_id="facebook/hubert-base-ls960",
+        # the Hub's safetensors conversion of main (refs/pr/2 on dba3bb0); see docs/registry.md
+        Variant("base", hub_id="facebook/hubert-base-ls960", revision="af46f65f540dc3ca7aa59f46c6c3d5dbb4374fa8",
                 params=94_396_320, flops=7_557_259_264,
                 flops_input=FLOPS_INPUT, file_size=377_610_712,
                 config=BASE,
                 description="self-supervised on LibriSpeech 960 h, no task head (params: the encoder)"),
-        Variant("large", hub_id="facebook/hubert-large-ls960-ft",
+        # the Hub's safetensors conversion of main (refs/pr/1 on ece5fab); see docs/registry.md
+        Variant("large", hub_id="facebook/hubert-large-ls960-ft", revision="ba42e7f7a888fd65f7af7849c452e3e7d5216aad",
                 params=315_471_520, flops=19_491_282_944,
                 flops_input=FLOPS_INPUT, file_size=1_261_937_848,
                 config=LARGE,

@@ -38,7 +38,7 @@ WAV2VEC2 = ModelEntry(
                 flops_input=FLOPS_INPUT, file_size=166_536,
                 config=TINY,
                 description="7 conv layers 32 wide, 2 Transformer layers 32 wide; for tests and smoke runs"),
-        Variant("base", hub_id="facebook/wav2vec2-base-960h", revision="22aad52",
+        Variant("base", hub_id="facebook/wav2vec2-base-960h", revision="22aad52d435eb6dbaf354bdad9b0da84ce7d6156",
                 params=94_396_320, flops=7_557_259_264,
                 flops_input=FLOPS_INPUT, file_size=377_611_120,
                 config=BASE,
