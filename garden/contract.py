@@ -5,7 +5,8 @@ these checks on an installed plugin (NAME is its distribution, its entry-point n
 its models). Each check is one promise the core makes use of:
 
 * the plugin loads, for this garden's plugin API, and contributes at least one model;
-* each model's entry follows ``registry.schema.json`` (what ``registry build`` will write);
+* each model's entry follows ``registry.schema.json`` (what ``registry build`` will write), and
+  each variant on the Hub is pinned to a full commit hash;
 * for each task, the Hydra configs compose (``preset=smoke weights=random``), the default data
   loads and the smallest variant builds;
 * the stage layout owns every parameter exactly once, and running its blocks in order computes
@@ -170,10 +171,11 @@ def failures(results: list[CheckResult]) -> list[CheckResult]:
 
 
 def _schema(entry: Any) -> str:
-    from garden.registry import SCHEMA_VERSION, entry_record
+    from garden.registry import SCHEMA_VERSION, entry_record, pin_problems
     from garden.schema import validate_registry
 
-    problems = validate_registry({"schema_version": SCHEMA_VERSION, "models": [entry_record(entry)]})
+    document = {"schema_version": SCHEMA_VERSION, "models": [entry_record(entry)]}
+    problems = pin_problems(entry) or validate_registry(document)
     if problems:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         raise PluginError(problems[0].removeprefix("models[0] ") + more)

@@ -186,3 +186,14 @@ def test_plugin_check_names_the_broken_points_of_a_plugin_that_loads(env):
     assert line("skippy/classify: a 2-stage plan").startswith("✗")
     assert lines[-1] == "12 passed, 3 failed, 2 skipped"
     assert "error: plugin check garden-flawed: leaky/classify: stage blocks own" in result.stderr
+
+
+def test_plugin_check_names_a_hub_variant_not_pinned_to_a_full_commit(plugin_site):
+    """What registry build would refuse, the author hears from plugin check first."""
+    site, env = plugin_site
+    make_distribution(site, "garden-toy", "garden_toy", GOOD.format(api="1.0", name="toy").replace(
+        'Variant("tiny", params=10),', 'Variant("tiny", params=10), Variant("base", hub_id="org/toy", revision="main"),'))
+    result = garden_cli("plugin", "check", "garden-toy", env={**env, "GARDEN_PLUGINS": "garden-toy"})
+    assert result.returncode == 1
+    assert "✗ toy: entry follows the registry schema: PluginError: model 'toy' variant 'base' pins org/toy to 'main', not a " \
+           "full 40-character commit hash; write the full commit hash" in result.stdout
