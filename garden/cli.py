@@ -132,7 +132,8 @@ def cmd_show(args: argparse.Namespace) -> int:
         variants.add_column(column)
     for v in entry.variants:
         mark = " (default)" if v.name == entry.default_variant.name else ""
-        variants.add_row(v.name + mark, v.hub_id or "-", v.revision or "-", human(v.params), human(v.flops),
+        revision = v.revision[:7] if v.revision else "-"  # as the Hub and the registry page show a commit; --json: all
+        variants.add_row(v.name + mark, v.hub_id or "-", revision, human(v.params), human(v.flops),
                          megabytes(v.file_size), v.description)
     console.print(variants)
     inputs: dict[str, list[str]] = {}
