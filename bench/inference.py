@@ -6,7 +6,7 @@
 
 What is timed, per model (all in this one process, on the same model object and the same inputs):
 
-* ``garden``: :func:`garden.trainer.infer` itself, the body of ``python -m garden ... mode=infer``
+* ``garden``: :func:`garden.runs.loops.infer` itself, the body of ``python -m garden ... mode=infer``
   after start-up (compose, prepare, building the model and backend are done once, untimed). It
   batches the held-out split with garden's loader, runs ``backend.forward`` (local backend:
   ``inference_mode`` + autocast), turns outputs into predictions with ``task.predict`` and
@@ -74,7 +74,7 @@ def prepare_run(model: str, variant: str, n_eval: int, batch: int, precision: st
 
 def garden_infer(prepared, backend, out: Path, precision: str) -> dict:
     """One call of garden's infer loop at ``precision`` (``auto`` resolves as a user's run does)."""
-    from garden.trainer import infer
+    from garden.runs.loops import infer
 
     prepared.cfg.infer.precision = precision
     with silenced():
@@ -128,7 +128,8 @@ def bench_one(name: str, n_eval: int, batch: int, repeats: int, threads: int) ->
     model_name, variant = name.split(":")
     torch.set_num_threads(threads)
     cfg, prepared, backend = prepare_run(model_name, variant, n_eval, batch, "auto")
-    from garden.trainer import loader, resolve_precision
+    from garden.runs.data import loader
+    from garden.runs.loops import resolve_precision
 
     default = resolve_precision("auto", allow_bf16=prepared.task.bf16_inference)
     data, task = prepared.data, prepared.task

@@ -4,7 +4,7 @@
     python bench/pipeline.py --quick    # ViT-tiny: a smoke run of the same machinery
     python bench/pipeline.py --image-size 112 --batch 16   # micro-batches too small to pay (see below)
 
-Both sides run garden's own training loop (:func:`garden.trainer.train`) on the same config:
+Both sides run garden's own training loop (:func:`garden.runs.loops.train`) on the same config:
 
 * ``1 process``: ``backend=local`` with one torch thread (OMP_NUM_THREADS=1, trainer.threads=1);
 * ``2-stage pipeline``: ``torchrun --nproc-per-node 2`` with ``backend=pipeline
@@ -52,7 +52,7 @@ def worker(args: argparse.Namespace) -> None:
     from garden.backends import select_backend
     from garden.config import compose
     from garden.runs import prepare
-    from garden.trainer import train
+    from garden.runs.loops import train
 
     overrides = json.loads(args.worker)
     cfg = compose(overrides)

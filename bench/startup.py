@@ -153,7 +153,7 @@ linear = discover_linear()
 t8 = time.perf_counter()
 assert linear == d.entries, "the linear discovery must find the same entries"
 
-from garden.cli import table_of
+from garden.cli.browse import table_of
 from rich.console import Console
 import garden.cli, contextlib
 found = list(d.entries.values())

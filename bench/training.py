@@ -7,7 +7,7 @@ Both sides train the same model (the same initial weights, loaded into each run)
 data (garden's datasets and collate), with the same batch size, AdamW (lr, weight decay 0.01),
 linear schedule, gradient clipping at 1.0, precision (autocast bf16, or fp32) and torch threads.
 
-* ``garden``: :func:`garden.trainer.train` itself (the body of ``python -m garden ... mode=train``
+* ``garden``: :func:`garden.runs.loops.train` itself (the body of ``python -m garden ... mode=train``
   after start-up), with ``trainer.eval=false``; its backend is rebuilt per round and loaded
   with the shared initial weights.
 * ``Trainer``: ``transformers.Trainer`` with ``max_steps``, no saving, no evaluation, no
@@ -57,7 +57,7 @@ def compose_run(model: str, variant: str, batch: int, steps: int, precision: str
 def garden_steps(prepared, initial: dict, out: Path, precision: str) -> list[float]:
     """Run garden's train() once from ``initial``; the start time of every step."""
     from garden.backends import select_backend
-    from garden.trainer import train
+    from garden.runs.loops import train
 
     prepared.cfg.trainer.precision = precision
     with silenced():

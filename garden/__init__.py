@@ -18,8 +18,8 @@ __all__ = ["GardenError", "compose", "get_entry", "list_models", "load_model", "
 
 
 def load_model(*args, **kwargs):
-    """See :func:`garden.runs.load_model`."""
-    from garden.runs import load_model as _load_model
+    """See :func:`garden.runs.prepared.load_model`."""
+    from garden.runs.prepared import load_model as _load_model
 
     return _load_model(*args, **kwargs)
 
@@ -32,7 +32,7 @@ def compose(overrides):
 
 
 def run(overrides_or_cfg, output_dir=None):
-    """See :func:`garden.runs.run`."""
-    from garden.runs import run as _run
+    """See :func:`garden.runs.execution.run`."""
+    from garden.runs.execution import run as _run
 
     return _run(overrides_or_cfg, output_dir)

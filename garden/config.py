@@ -13,6 +13,10 @@ from typing import Any, Dict, List, Optional
 
 from omegaconf import MISSING
 
+from garden import registry
+from garden.errors import ConfigError
+from garden.plugins import discover
+
 CORE_CONFIG = "pkg://garden.conf"
 
 
@@ -130,8 +134,6 @@ def register() -> None:
     from hydra.core.plugins import Plugins
     from hydra.plugins.search_path_plugin import SearchPathPlugin
 
-    from garden.plugins import discover
-
     ConfigStore.instance().store(name="garden_schema", node=RunConfig)
 
     class GardenSearchPath(SearchPathPlugin):
@@ -167,9 +169,6 @@ def choices(overrides: list[str]) -> dict[str, str]:
 
 def validate_choices(overrides: list[str]) -> None:
     """Check model, task, mode and backend before Hydra sees them, for one-line errors."""
-    from garden import registry
-    from garden.errors import ConfigError
-
     picked = choices(overrides)
     if "model" not in picked:
         raise ConfigError("no model chosen; add model=NAME (python -m garden list shows them)")
@@ -213,8 +212,6 @@ def compose(overrides: list[str]):
     from hydra import compose as hydra_compose
     from hydra import initialize_config_module
     from hydra.core.global_hydra import GlobalHydra
-
-    from garden.errors import ConfigError
 
     overrides = sugar(list(overrides))
     validate_choices(overrides)

@@ -35,7 +35,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
+from garden.backends.pipeline import stage_module
+from garden.config import compose as compose_config
 from garden.errors import PluginError
+from garden.partition.plan import plan_for
+from garden.partition.stages import check_coverage, run_blocks
+from garden.plugins import discover
+from garden.registry import SCHEMA_VERSION, entry_record, pin_problems
+from garden.runs.data import loader
+from garden.runs.prepared import prepare
+from garden.schema import validate_registry
 
 #: how far two runs of the same computation may drift apart (max |a - b|, relative above 1)
 TOLERANCE = 1e-5
@@ -118,8 +127,6 @@ def describe(err: BaseException) -> str:
 def find_plugin(name: str):
     """The discovered plugin called ``name`` (distribution or entry-point name), or the one that
     contributes model ``name``; a ``PluginError`` lists what is installed otherwise."""
-    from garden.plugins import discover
-
     found = discover()
     for info in found.plugins:
         if name in (info.distribution, info.name) or name.replace("_", "-") == info.distribution:
@@ -136,8 +143,6 @@ def find_plugin(name: str):
 
 def check_plugin(name: str, *, tasks: list[str] | None = None) -> list[CheckResult]:
     """Run the whole contract on the installed plugin ``name``; see the module docstring."""
-    from garden.plugins import discover
-
     info = find_plugin(name)
     checks = _Checks()
     label = f"{info.distribution} {info.version}"
@@ -171,9 +176,6 @@ def failures(results: list[CheckResult]) -> list[CheckResult]:
 
 
 def _schema(entry: Any) -> str:
-    from garden.registry import SCHEMA_VERSION, entry_record, pin_problems
-    from garden.schema import validate_registry
-
     document = {"schema_version": SCHEMA_VERSION, "models": [entry_record(entry)]}
     problems = pin_problems(entry) or validate_registry(document)
     if problems:
@@ -196,8 +198,6 @@ def _check_task(checks: _Checks, entry: Any, task: str) -> None:
     at = f"{entry.name}/{task}"
 
     def compose() -> str:
-        from garden.config import compose as compose_config
-
         s.cfg = compose_config([f"model={entry.name}", f"task={task}", "preset=smoke", "weights=random"])
         return None
 
@@ -205,9 +205,6 @@ def _check_task(checks: _Checks, entry: Any, task: str) -> None:
 
     def build() -> str:
         import torch
-
-        from garden.runs import prepare
-        from garden.trainer import loader
 
         s.prepared = prepare(s.cfg)
         p = s.prepared
@@ -220,8 +217,6 @@ def _check_task(checks: _Checks, entry: Any, task: str) -> None:
     built = checks.run(f"{at}: default data loads and the smallest variant builds", build, after=[composed])
 
     def coverage() -> str:
-        from garden.partition.stages import check_coverage
-
         s.blocks = s.prepared.family.stage_blocks(s.model, task)
         if not s.blocks:
             raise PluginError("stage_blocks returned no blocks")
@@ -236,8 +231,6 @@ def _check_task(checks: _Checks, entry: Any, task: str) -> None:
 
     def blocks_forward() -> str:
         import torch
-
-        from garden.partition.stages import run_blocks
 
         p = s.prepared
         s.model.eval()
@@ -298,9 +291,6 @@ def _two_stages(s: _State) -> str:
     pipelines do, and the detail says so.
     """
     import torch
-
-    from garden.backends.pipeline import stage_module
-    from garden.planning import plan_for
 
     p = s.prepared
     n_layers = sum(b.kind == "layer" for b in s.blocks)

@@ -17,6 +17,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from garden.errors import ConfigError
+
 DOMAINS = ("vision", "nlp", "speech", "multimodal", "gnn")
 
 #: a full Hub commit hash: the only revision that names the same files for ever (a branch moves,
@@ -105,8 +107,6 @@ class ModelEntry:
             return self.default_variant
         if name == "smallest":
             return self.smallest_variant
-        from garden.errors import ConfigError
-
         names = ", ".join(v.name for v in self.variants)
         raise ConfigError(
             f"model '{self.name}' has no variant '{name}' (model.variant); choose one of: {names}"

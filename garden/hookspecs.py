@@ -15,6 +15,7 @@ Read this module top to bottom and you know everything a plugin can do.
 
 from __future__ import annotations
 
+import pkgutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
@@ -125,9 +126,7 @@ class ModelFamily:
 
     def task(self, name: str) -> "Task":
         """The Task object for ``name`` (data, loss, metrics, predictions)."""
-        from garden.tasks import load_task
-
-        return load_task(self.tasks[name], family=self)
+        return pkgutil.resolve_name(self.tasks[name])(self)
 
     def build(self, spec: BuildSpec) -> "torch.nn.Module":
         """Return the model for ``spec``: random init, or from ``spec.weights_dir``."""

@@ -24,8 +24,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from garden.config import compose
 from garden.entries import ModelEntry, Variant
 from garden.hookspecs import BuildSpec
+from garden.runs.data import loader
+from garden.runs.prepared import prepare
 from garden.text import VOCABULARY_KEYS
 
 #: a measured FLOP count may drift this much (kernel choices) before it disagrees
@@ -87,10 +90,6 @@ def measure(entry: ModelEntry, variant: Variant) -> Measurement:
     """Build ``variant`` for the entry's first task with random weights and measure it."""
     import torch
     from torch.utils.flop_counter import FlopCounterMode
-
-    from garden.config import compose
-    from garden.runs import prepare
-    from garden.trainer import loader
 
     task = entry.tasks[0]
     cfg = compose([f"model={entry.name}", f"task={task}", f"model.variant={variant.name}", "weights=random",

@@ -21,6 +21,7 @@ from garden.entries import ModelEntry
 from garden.files import write_atomic
 from garden.errors import ConfigError, PluginError, UnknownModelError, UnknownTaskError
 from garden.plugins import discover
+from garden.schema import validate_registry
 
 SCHEMA_VERSION = 1
 
@@ -216,8 +217,6 @@ def build(path: Path) -> int:
 def check(path: Path) -> list[str]:
     """Problems with the ``registry.json`` at ``path``: unreadable, off-schema, or stale against the
     plugins; first, any variant of the plugins that is not pinned to a full commit (build refuses those)."""
-    from garden.schema import validate_registry
-
     unpinned = [problem for e in entries().values() for problem in pin_problems(e)]
     if unpinned:
         return unpinned

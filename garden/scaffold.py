@@ -20,9 +20,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from importlib import resources
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
+from garden import __version__
 from garden.errors import ConfigError
+from garden.hookspecs import API_VERSION
+from garden.plugins import discover
 
 NAME = re.compile(r"^[a-z][a-z0-9_-]*$")
 TEMPLATE = "templates/plugin"
@@ -58,13 +62,9 @@ class Names:
 def garden_requirement() -> str:
     """The pin a plugin written today should carry: this garden's minor series while garden is
     0.x (``garden>=0.1,<0.2``), its major series after."""
-    from importlib.metadata import PackageNotFoundError, version
-
     try:
         parts = [int(p) for p in re.findall(r"\d+", version("garden"))[:2]]
     except PackageNotFoundError:  # running from a source tree that is not installed
-        from garden import __version__
-
         parts = [int(p) for p in re.findall(r"\d+", __version__)[:2]]
     major, minor = (parts + [0, 0])[:2]
     if major == 0:
@@ -73,8 +73,6 @@ def garden_requirement() -> str:
 
 
 def values(names: Names) -> dict[str, str]:
-    from garden.hookspecs import API_VERSION
-
     return {
         "name": names.model,
         "dist": names.dist,
@@ -132,8 +130,6 @@ def new_plugin(name: str, directory: Path | str = ".", *, force: bool = False) -
     and a non-empty target folder (unless ``force``).
     """
     names = Names.of(name)
-    from garden.plugins import discover
-
     taken = discover().entries.get(names.model)
     if taken is not None:
         raise ConfigError(

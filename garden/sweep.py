@@ -15,6 +15,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from garden.runs.outputs import write_json
+
 SUMMARY = "summary.json"
 
 
@@ -80,8 +82,6 @@ def show(summary: dict[str, Any]) -> None:
 
 
 def write_summary(sweep_dir: Path) -> dict[str, Any]:
-    from garden.runs import write_json
-
     summary = summarize(sweep_dir)
     write_json(sweep_dir / SUMMARY, summary)
     show(summary)

@@ -20,7 +20,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from garden.errors import DataError
+from garden.errors import ConfigError, DataError
 
 FORMATS = {".csv": "csv", ".json": "json", ".jsonl": "jsonl"}
 
@@ -240,8 +240,6 @@ def trained_tokenizer(
     model's vocabulary must be sized to it.
     """
     if kind not in TOKENIZER_KINDS:
-        from garden.errors import ConfigError
-
         raise ConfigError(f"tokenizer kind '{kind}' is not one of: {', '.join(TOKENIZER_KINDS)}")
     digest = hashlib.sha256()
     for file in corpus_files:

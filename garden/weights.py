@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from garden.errors import WeightsError
+from garden.plugins import discover
 
 
 def checkpoint_files(folder: Path) -> list[Path]:
@@ -52,8 +53,6 @@ def renamed_state_dict(folder: Path, renames: dict[str, str]) -> dict[str, Any]:
 
 def key_renames(model_name: str, keys: list[str]) -> dict[str, str]:
     """What the plugins' ``garden_checkpoint_keys`` hooks rename for ``model_name``'s checkpoint."""
-    from garden.plugins import discover
-
     renames: dict[str, str] = {}
     for mapping in discover().hook.garden_checkpoint_keys(model=model_name, keys=keys):
         renames.update(mapping or {})

@@ -109,7 +109,7 @@ def test_a_training_step_on_the_ipu_double_equals_the_local_one(runs):
 
 
 def test_training_places_blocks_by_the_plan_and_sets_optimums_options(runs):
-    from garden.planning import plan_run
+    from garden.cli.plan import plan_run
 
     base, _ = runs
     log = log_of(base, "ipu.json")

@@ -85,7 +85,7 @@ def test_running_the_stage_blocks_in_order_equals_the_models_forward(model, task
     import torch
 
     from garden.partition.stages import run_blocks
-    from garden.trainer import loader
+    from garden.runs.data import loader
 
     p = prepared(model, task)
     net = p.family.build(p.spec).eval()
@@ -101,7 +101,7 @@ def test_the_stage_blocks_own_every_parameter_once_and_only_carry_tensors(model,
     import torch
 
     from garden.partition.stages import check_coverage
-    from garden.trainer import loader
+    from garden.runs.data import loader
 
     p = prepared(model, task)
     net = p.family.build(p.spec).eval()
@@ -206,7 +206,7 @@ def test_a_local_hub_format_folder_loads_to_the_same_outputs_as_transformers(tmp
     import transformers
 
     import garden
-    from garden.trainer import loader
+    from garden.runs.data import loader
 
     p = prepared(model, task)
     original = p.family.build(p.spec)

@@ -18,7 +18,7 @@ def entries():
 
 @pytest.mark.parametrize("entry", entries(), ids=lambda e: e.name)
 def test_every_model_plans_and_its_published_layouts_validate(entry):
-    from garden.planning import plan_run
+    from garden.cli.plan import plan_run
 
     base = [f"model={entry.name}", "ipu.cost=params"]
     _, automatic = plan_run([*base, "ipu.ipus_per_replica=2"])

@@ -77,7 +77,7 @@ def test_replicas_share_every_batch_without_duplicates_or_gaps():
     from torch.utils.data import BatchSampler, RandomSampler
     import torch
 
-    from garden.trainer import ShardedBatches, shard_sizes
+    from garden.runs.data import ShardedBatches, shard_sizes
 
     assert shard_sizes(8, 2, 2) == [[2, 2], [2, 2]]
     assert shard_sizes(5, 2) == [[3], [2]]  # the short last batch: one example fewer on replica 1
@@ -99,7 +99,7 @@ def test_replicas_share_every_batch_without_duplicates_or_gaps():
 
 
 def test_replicas_times_stages_that_do_not_match_the_processes_name_both_numbers():
-    from garden.backends import replica_layout
+    from garden.backends.base import replica_layout
     from garden.errors import BackendError
 
     with pytest.raises(BackendError, match=r"ipu.replication_factor=2 x ipu.ipus_per_replica=2 = 4 processes "

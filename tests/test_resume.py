@@ -170,7 +170,7 @@ def test_resume_of_another_models_run_names_both_models(cli, tmp_path):
 def test_a_failed_write_leaves_the_previous_checkpoint_intact_with_a_one_line_error(tmp_path, monkeypatch):
     import torch
 
-    from garden import checkpoint
+    from garden.runs import checkpoint
 
     model = torch.nn.Linear(4, 2)
     optimizer = torch.optim.AdamW(model.parameters())

@@ -25,7 +25,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from garden.backends.base import Backend
+from garden.console import console
 from garden.errors import BackendError, ConfigError
+from garden.partition.ipu_config import inference_layout, training_layout
+from garden.partition.plan import optimum_ipu_config, plan_for, sample_batch
+from garden.partition.stages import run_blocks
 
 INSTALL = ("backend=ipu needs poptorch, which ships with Graphcore's Poplar SDK; enable the SDK "
            "(source <sdk>/enable.sh) and pip install its poptorch wheel, or use backend=local or "
@@ -57,8 +62,6 @@ def poptorch_options(ipu: Any, training: bool, seed: int | None = None, *, popto
     ``setExecutionStrategy(PipelinedExecution(AutoStage.AutoIncrement))``.
     """
     import torch
-
-    from garden.partition.ipu_config import inference_layout, training_layout
 
     poptorch = poptorch or import_poptorch()
     ipus = (training_layout(ipu) if training else inference_layout(ipu))[1]
@@ -113,8 +116,6 @@ def step_module(model: Any, blocks: list, task: Any, poptorch: Any):
     """
     import torch
 
-    from garden.partition.stages import run_blocks
-
     class Step(torch.nn.Module):
         def __init__(self) -> None:
             super().__init__()
@@ -168,24 +169,23 @@ def _trim(output: Any, n: int) -> Any:
     return output[:n] if hasattr(output, "dim") and output.dim() else output
 
 
-class IPUBackend:
-    """Trains and runs the model on IPUs through poptorch (the surface is in ``garden.backends``)."""
+class IPUBackend(Backend):
+    """Trains and runs the model on IPUs through poptorch (the surface is :class:`Backend`).
+
+    poptorch replicates and accumulates inside the compiled step, so the loops see one replica
+    and one micro-step (``train_step`` gets the whole batch, ``scale`` 1 and ``sync``)."""
 
     name = "ipu"
-    is_writer = True
-    #: the backend applies the optimizer itself (on the device); see ``garden.trainer.train``
+    #: the backend applies the optimizer itself (on the device); see ``garden.runs.loops.train``
     steps_optimizer = True
 
     def __init__(self, prepared: Any):
         self.poptorch = import_poptorch()
-        from garden.planning import optimum_ipu_config
-
         self.prepared, self.task, cfg = prepared, prepared.task, prepared.cfg
         self.ipu = optimum_ipu_config(cfg.ipu, prepared.entry.name)
         self.model = prepared.family.build(prepared.spec)
         self.step = step_module(self.model, prepared.family.stage_blocks(self.model, self.task.name),
                                 self.task, self.poptorch)
-        self.precision = "fp32"
         self._host_optimizer: Any = None
         self._max_grad_norm: float | None = prepared.cfg.trainer.grad_clip
         self._device_optimizer: Any = None
@@ -193,7 +193,6 @@ class IPUBackend:
         self._batch: dict[bool, int] = {}
         self._hooks: list = []
         self._skipped = 0
-        self.stage_plan: Any = None
         if (self.ipu.embedding_serialization_factor or 1) > 1:
             prepared.notes.append(
                 f"ipu.embedding_serialization_factor={self.ipu.embedding_serialization_factor} is not applied by "
@@ -251,10 +250,7 @@ class IPUBackend:
         return self._compiled[training]
 
     def _plan(self, training: bool):
-        from garden.planning import plan_for
-
-        data = self.prepared.data
-        sample = data.collate([data.eval[0]])  # as ``python -m garden plan`` measures it
+        sample = sample_batch(self.prepared.data)  # as ``python -m garden plan`` measures it
         return plan_for(self.prepared, self.model, sample, training=training)
 
     def _check_precision(self) -> None:
@@ -282,14 +278,14 @@ class IPUBackend:
     def parameters(self):
         return [p for p in self.model.parameters() if p.requires_grad]
 
-    def train_step(self, batch: dict[str, Any]):
+    def train_step(self, batch: dict[str, Any], scale: float = 1.0, sync: bool = True):
+        """One compiled step over the whole batch: ``device_iterations`` updates of ``replicas x
+        gradient_accumulation_steps`` micro-batches each, the optimizer applied on the device."""
         inputs, target = self.task.inputs(batch), self.task.target(batch)
         size = inputs[0].shape[0]
         if True in self._batch and size != self._batch[True]:
             self._skipped += 1
             if self._skipped == 1:
-                from garden.trainer import console
-
                 console.print(f"[yellow]note:[/] backend=ipu skips training batches smaller than the compiled "
                               f"{self._batch[True]} (here {size}), as poptorch's DataLoader does")
             return None
@@ -318,9 +314,6 @@ class IPUBackend:
 
     def clip_grad_norm(self, max_norm: float) -> None:
         """Clipping happens on the device (the optimizer's ``max_grad_norm``); nothing to do here."""
-
-    def share(self, obj: Any) -> Any:
-        return obj
 
     def close(self, failed: bool = False) -> None:
         """Release the IPUs held by the compiled models."""

@@ -6,19 +6,7 @@ import contextlib
 import os
 from typing import Any
 
-
-def autocast(precision: str, device_type: str):
-    """An autocast context for ``bf16``/``fp16``; a no-op for ``fp32``."""
-    import torch
-
-    if precision in ("bf16", "fp16"):
-        dtype = torch.bfloat16 if precision == "bf16" else torch.float16
-        return torch.autocast(device_type=device_type, dtype=dtype)
-    return contextlib.nullcontext()
-
-
-def to_device(batch: dict[str, Any], device: Any) -> dict[str, Any]:
-    return {k: v.to(device) if hasattr(v, "to") else v for k, v in batch.items()}
+from garden.backends.base import Backend, autocast, replica_layout, to_device
 
 
 class Replicated:
@@ -35,7 +23,7 @@ class Replicated:
         return getattr(self.ddp.module, name)
 
 
-class LocalBackend:
+class LocalBackend(Backend):
     """The whole model in this process; under torchrun, one data-parallel replica per process.
 
     ``ipu.replication_factor=R`` asks for R replicas: ``torchrun --nproc-per-node R -m garden ...
@@ -51,8 +39,6 @@ class LocalBackend:
     def __init__(self, prepared: Any):
         import torch
 
-        from garden.backends import replica_layout
-
         cfg = prepared.cfg
         self.task = prepared.task
         world = int(os.environ.get("WORLD_SIZE", "1"))
@@ -64,7 +50,6 @@ class LocalBackend:
         local = int(os.environ.get("LOCAL_RANK", "0"))
         self.device = torch.device(f"cuda:{local}" if self.replicas > 1 else "cuda") if cuda else torch.device("cpu")
         self.model = prepared.family.build(prepared.spec).to(self.device)
-        self.precision = "fp32"
         self.ddp: Any = None
         self._owns_group = False
         if self.replicas > 1:
@@ -114,6 +99,8 @@ class LocalBackend:
 
     def replica_sum(self, value: float) -> float:
         """``value`` summed over the replicas."""
+        if self.replicas == 1:
+            return value
         import torch
         import torch.distributed as dist
 
@@ -123,6 +110,8 @@ class LocalBackend:
 
     def gather_replicas(self, obj: Any) -> list | None:
         """Every replica's ``obj`` (in replica order) on replica 0, ``None`` elsewhere."""
+        if self.replicas == 1:
+            return [obj]
         import torch.distributed as dist
 
         out = [None] * self.replicas if self.is_writer else None

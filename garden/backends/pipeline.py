@@ -19,8 +19,10 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from garden.backends.local import autocast, to_device
+from garden.backends.base import Backend, autocast, replica_layout, to_device
 from garden.errors import BackendError, ConfigError
+from garden.partition.plan import plan_for, sample_batch
+from garden.partition.stages import block_parameters
 
 SCHEDULES = ("GPipe", "1F1B")
 
@@ -52,7 +54,7 @@ def micro_batches_for(batch: int, wanted: int) -> int:
     return max(n for n in range(1, min(batch, wanted) + 1) if batch % n == 0)
 
 
-class PipelineBackend:
+class PipelineBackend(Backend):
     name = "pipeline"
 
     def __init__(self, prepared: Any):
@@ -78,8 +80,6 @@ class PipelineBackend:
         else:
             from torch.distributed.device_mesh import init_device_mesh
 
-            from garden.backends import replica_layout
-
             _, self.stages = replica_layout(self.replicas, cfg.ipu.ipus_per_replica, self.world, "pipeline")
             mesh = init_device_mesh(self.device.type, (self.replicas, self.stages),
                                     mesh_dim_names=("replica", "stage"))
@@ -91,14 +91,10 @@ class PipelineBackend:
         self.is_writer = self.rank == 0
         self.module = stage_module(self.model, self.stage_plan.sequential_stage_blocks(self.stage))
         self.tied, self.tied_group = self._tie_first_and_last_stage()
-        self.precision = "fp32"
         self._schedules: dict[tuple[int, bool], Any] = {}
 
     def _plan(self):
         import torch.distributed as dist
-
-        from garden.planning import plan_for
-        from garden.trainer import loader
 
         cfg, data = self.prepared.cfg, self.prepared.data
         stages = cfg.ipu.ipus_per_replica
@@ -107,8 +103,7 @@ class PipelineBackend:
                 f"ipu.ipus_per_replica={stages} stages but torchrun started {self.world} processes; "
                 f"run torchrun --nproc-per-node {stages} or set ipu.ipus_per_replica={self.world}"
             )
-        sample = to_device(next(iter(loader(data.eval, data.collate, cfg.data.batch_size, shuffle=False,
-                                             seed=cfg.seed))), self.device)
+        sample = to_device(sample_batch(data, cfg.data.batch_size), self.device)
         plan = plan_for(self.prepared, self.model, sample, training=self.training, n_stages=self.stages)
         chosen = [list(plan.plan.layers_per_ipu)]
         dist.broadcast_object_list(chosen, src=0)  # measured costs differ between ranks: follow rank 0
@@ -125,8 +120,6 @@ class PipelineBackend:
         steps and equal the single shared parameter of a local run.
         """
         import torch.distributed as dist
-
-        from garden.partition.stages import block_parameters
 
         if self.stages == 1:
             return [], None
@@ -300,6 +293,8 @@ class PipelineBackend:
 
     def replica_sum(self, value: float) -> float:
         """``value`` (a last-stage loss) summed over the replicas' last stages."""
+        if self.replicas == 1:
+            return value
         import torch
         import torch.distributed as dist
 
@@ -314,6 +309,8 @@ class PipelineBackend:
 
         if not self.is_last:
             return None
+        if self.replicas == 1:
+            return [obj]
         out = [None] * self.replicas if self.replica == 0 else None
         dist.gather_object(obj, out, dst=self.stages - 1, group=self.replica_group)
         return out

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from garden.errors import ConfigError
 from garden.families.transformers import TransformersFamily
 from garden.hookspecs import Block, BuildSpec
 from garden.text import BERT_TEMPLATE, BERT_TOKENS, default_data, trained_tokenizer
@@ -111,6 +112,4 @@ class EncoderFamily(TransformersFamily):
             return ("qa_outputs",), lambda m, h: qa_logits(m.qa_outputs(h))
         if task == "mlm":
             return ("cls",), lambda m, h: m.cls(h)
-        from garden.errors import ConfigError
-
         raise ConfigError(f"{type(self).__name__} has no stage layout for task '{task}'")

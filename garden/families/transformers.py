@@ -16,6 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from garden import weights
 from garden.hookspecs import BuildSpec, ModelFamily
 
 
@@ -85,8 +86,6 @@ class TransformersFamily(ModelFamily):
         The summary is left on the model as ``garden_load_summary`` for the run to print.
         """
         from transformers.utils import logging as hf_logging
-
-        from garden import weights
 
         source: Any = spec.weights_dir
         renames = weights.key_renames(spec.entry.name, weights.checkpoint_keys(spec.weights_dir))

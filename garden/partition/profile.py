@@ -16,6 +16,7 @@ from typing import Any, Sequence
 from garden.errors import ConfigError
 from garden.hookspecs import Block
 from garden.partition.planner import BlockCost
+from garden.partition.stages import block_parameters
 
 COSTS = ("params", "flops", "measured")
 #: bytes per parameter held during training: fp32 weight + gradient + two AdamW moments
@@ -34,8 +35,6 @@ class BlockProfile:
 
 
 def _unique_params(model: Any, block: Block, seen: set[int]) -> int:
-    from garden.partition.stages import block_parameters
-
     total = 0
     for param in block_parameters(model, block).values():
         if id(param) not in seen:

@@ -29,6 +29,16 @@ from typing import Any, Sequence
 
 from garden.errors import ConfigError, DataError
 from garden.tasks.base import Task, TaskData, limit, split
+from garden.text import (
+    check_fields,
+    default_data,
+    fit_lengths,
+    hub_records,
+    load_records,
+    max_length,
+    read_inputs,
+    vocabulary_info,
+)
 
 IGNORE = -100
 #: shipped seq2seq datasets and their (source, target) fields
@@ -65,8 +75,6 @@ def field(row: dict[str, Any], path: str, where: str, number: int) -> str:
 def tokenize(tokenizer: Any, texts: list[str], size: int, *, truncation: bool, what: str,
              names: Sequence[str] | None = None) -> list[list[int]]:
     """Token ids of ``texts`` (with the tokenizer's special tokens), truncated to ``size`` with a note."""
-    from garden.text import fit_lengths
-
     ids = tokenizer(texts)["input_ids"]
     if fit_lengths([len(i) for i in ids], size, truncation=truncation, what=what, names=names):
         ids = tokenizer(texts, truncation=True, max_length=size)["input_ids"]
@@ -128,8 +136,6 @@ class Generative(Task):
 
     def prompts(self, items: list[tuple[str, str]], references: list[str] | None = None) -> list[dict]:
         """Prompt examples (``mode=infer``): ``(name, text)`` pairs, tokenized."""
-        from garden.text import max_length
-
         size = max_length(self.data_cfg, self.tokenizer)
         texts = [self.source_text(t) for _, t in items]
         ids = tokenize(self.tokenizer, texts, size, truncation=True, what=f"{self.name} prompt",
@@ -152,8 +158,6 @@ class Generative(Task):
         return batch
 
     def load_inputs(self, pattern: str, preprocessor: Any, data: TaskData) -> list[Any]:
-        from garden.text import read_inputs
-
         return self.prompts(read_inputs(pattern, self.input_field))
 
 
@@ -164,8 +168,6 @@ class CausalLM(Generative):
     metric = "perplexity"
 
     def texts(self, cfg: Any) -> tuple[list[str], str]:
-        from garden import text
-
         data, key = cfg.data, cfg.data.options.get("text_field", "text")
         if data.path and str(data.path).lower().endswith(".txt"):
             file = Path(data.path).expanduser()
@@ -174,18 +176,16 @@ class CausalLM(Generative):
                                 f".csv/.json/.jsonl with a '{key}' field")
             lines, source = file.read_text(encoding="utf-8").splitlines(), f"file {data.path}"
         elif data.path:
-            lines, source = [str(r[key]) for r in text.load_records(data.path, (key,), self.name)], f"file {data.path}"
+            lines, source = [str(r[key]) for r in load_records(data.path, (key,), self.name)], f"file {data.path}"
         elif data.hub:
-            rows = text.check_fields(text.hub_records(data.hub), (key,), self.name, f"data.hub={data.hub}")
+            rows = check_fields(hub_records(data.hub), (key,), self.name, f"data.hub={data.hub}")
             lines, source = [str(r[key]) for r in rows], f"hub {data.hub}"
         else:
-            lines = text.default_data("lm_corpus.txt").read_text(encoding="utf-8").splitlines()
+            lines = default_data("lm_corpus.txt").read_text(encoding="utf-8").splitlines()
             source = "garden's lm_corpus.txt"
         return [ln.strip() for ln in lines if ln.strip()], source
 
     def load(self, cfg: Any, tokenizer: Any) -> TaskData:
-        from garden.text import max_length, vocabulary_info
-
         self.use_tokenizer(cfg, tokenizer)
         self.data_cfg = cfg.data
         lines, source = self.texts(cfg)
@@ -263,8 +263,6 @@ class Seq2Seq(Generative):
     file_fields = ("source", "target")
 
     def pairs(self, cfg: Any) -> tuple[list[tuple[str, str]], str]:
-        from garden import text
-
         options = cfg.data.options
         if cfg.data.path or cfg.data.hub:
             src, tgt = options.get("source", self.file_fields[0]), options.get("target", self.file_fields[1])
@@ -276,19 +274,17 @@ class Seq2Seq(Generative):
             src, tgt = options.get("source", SEQ2SEQ_DATA[name][0]), options.get("target", SEQ2SEQ_DATA[name][1])
         roots = tuple(dict.fromkeys(f.split(".")[0] for f in (src, tgt)))
         if cfg.data.path:
-            rows, where, source = text.load_records(cfg.data.path, roots, self.name), f"data.path={cfg.data.path}", \
+            rows, where, source = load_records(cfg.data.path, roots, self.name), f"data.path={cfg.data.path}", \
                 f"file {cfg.data.path}"
         elif cfg.data.hub:
             where, source = f"data.hub={cfg.data.hub}", f"hub {cfg.data.hub}"
-            rows = text.check_fields(text.hub_records(cfg.data.hub), roots, self.name, where)
+            rows = check_fields(hub_records(cfg.data.hub), roots, self.name, where)
         else:
-            path = text.default_data(name)
-            rows, where, source = text.load_records(path, roots, self.name), str(path), f"garden's {name}"
+            path = default_data(name)
+            rows, where, source = load_records(path, roots, self.name), str(path), f"garden's {name}"
         return [(field(r, src, where, n), field(r, tgt, where, n)) for n, r in enumerate(rows, start=1)], source
 
     def load(self, cfg: Any, tokenizer: Any) -> TaskData:
-        from garden.text import max_length, vocabulary_info
-
         self.use_tokenizer(cfg, tokenizer)
         self.data_cfg, self.prefix = cfg.data, cfg.task.prefix or ""
         start = getattr(self.family, "decoder_start_token", "pad_token")

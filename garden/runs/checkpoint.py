@@ -30,6 +30,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from garden import registry
+from garden.config import choices
 from garden.errors import GardenError
 
 CHECKPOINTS = "checkpoints"
@@ -421,9 +423,6 @@ def resume_dir(value: Any, model: str, task: str, outputs: Path = Path("outputs"
 def resume_overrides(overrides: list[str]) -> list[str]:
     """``overrides`` with ``resume=`` resolved to a run directory and Hydra's run dir pinned to it,
     so the resumed run writes where the stopped one did."""
-    from garden import registry
-    from garden.config import choices
-
     picked = choices(overrides)
     if not wants_resume(picked.get("resume")):
         return overrides

@@ -1,5 +1,12 @@
 """From a run's config and model to a stage plan: the ``ipu`` group, the family's blocks, and
 their measured costs, handed to the planner. The backends and ``python -m garden plan`` share it.
+
+It reads a run's prepared parts (``cfg``, ``entry``, ``family``, ``task``) by their attributes
+and imports nothing above :mod:`garden.partition`, so a backend can plan without reaching up::
+
+    >>> stage_plan = plan_for(prepared, model, sample_batch(prepared.data, 8), training=True)  # doctest: +SKIP
+    >>> stage_plan.plan.layers_per_ipu                                                    # doctest: +SKIP
+    (6, 6)
 """
 
 from __future__ import annotations
@@ -29,6 +36,12 @@ def optimum_ipu_config(ipu: Any, model: str | None = None) -> IPUConfig:
         return read_ipu_config(values["config_file"])
     values = {k: v for k, v in values.items() if k not in GARDEN_ONLY and v is not None}
     return ipu_config_from_dict(values, source=f"ipu settings of model '{model}'" if model else "ipu settings")
+
+
+def sample_batch(data: Any, size: int = 1) -> dict[str, Any]:
+    """The first ``size`` held-out examples of ``data`` (a ``TaskData``), batched as an unshuffled
+    loader batches them: the batch a plan's costs are measured on."""
+    return data.collate([data.eval[i] for i in range(min(size, len(data.eval)))])
 
 
 @dataclass
@@ -118,39 +131,3 @@ def plan_for(prepared: Any, model: Any, sample_batch: dict[str, Any] | None, *, 
     if ipus > 1 and n_layers >= ipus:
         uniform = plan_stages(costs, uniform_layers(n_layers, ipus), model=prepared.entry.name)
     return StagePlan(plan, blocks, profiles, ipu, uniform, cfg.ipu.micro_batches)
-
-
-def plan_run(overrides: list[str]) -> tuple[Any, StagePlan]:
-    """What ``python -m garden plan ...`` shows: the composed run's model, planned as configured.
-
-    The task defaults to the model's first; the model is the configured variant with random
-    weights (planning needs shapes, not trained values). With ``ipu.cost=params`` it is built on
-    the meta device, so even the largest variant plans in a moment.
-    """
-    import dataclasses
-
-    import torch
-
-    from garden import registry
-    from garden.config import choices, compose
-    from garden.runs import prepare
-
-    picked = choices(overrides)
-    extra = []
-    if "task" not in picked and "model" in picked:
-        extra.append(f"task={registry.get(picked['model']).tasks[0]}")
-    if "weights" not in picked:
-        extra.append("weights=random")
-    cfg = compose([*overrides, *extra])
-    prepared = prepare(cfg)
-    spec = dataclasses.replace(prepared.spec, weights_dir=None)
-    sample = prepared.data.collate([prepared.data.eval[0]])
-    if cfg.ipu.cost == "params":
-        try:
-            with torch.device("meta"):
-                model = prepared.family.build(spec)
-        except (RuntimeError, NotImplementedError):  # a model that reads values while it builds
-            model = prepared.family.build(spec)
-        return prepared, plan_for(prepared, model, None, training=cfg.mode == "train")
-    model = prepared.family.build(spec)
-    return prepared, plan_for(prepared, model, sample, training=cfg.mode == "train")

@@ -1,0 +1,101 @@
+"""``python -m garden plan``: a composed run's model, planned into pipeline stages as its ``ipu``
+group asks, and the plan printed (blocks, params, FLOPs and memory per stage).
+
+    python -m garden plan model=vit ipu.ipus_per_replica=2 --json
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from rich.console import Console
+from rich.table import Table
+
+from garden import registry
+from garden.cli.browse import human, print_json
+from garden.config import choices, compose
+from garden.partition.plan import StagePlan, plan_for, sample_batch
+from garden.runs.prepared import Prepared, prepare
+
+
+def plan_run(overrides: list[str]) -> tuple[Prepared, StagePlan]:
+    """What ``python -m garden plan ...`` shows: the composed run's model, planned as configured.
+
+    The task defaults to the model's first; the model is the configured variant with random
+    weights (planning needs shapes, not trained values). With ``ipu.cost=params`` it is built on
+    the meta device, so even the largest variant plans in a moment.
+    """
+    import torch
+
+    picked = choices(overrides)
+    extra = []
+    if "task" not in picked and "model" in picked:
+        extra.append(f"task={registry.get(picked['model']).tasks[0]}")
+    if "weights" not in picked:
+        extra.append("weights=random")
+    cfg = compose([*overrides, *extra])
+    prepared = prepare(cfg)
+    spec = dataclasses.replace(prepared.spec, weights_dir=None)
+    sample = sample_batch(prepared.data)
+    if cfg.ipu.cost == "params":
+        try:
+            with torch.device("meta"):
+                model = prepared.family.build(spec)
+        except (RuntimeError, NotImplementedError):  # a model that reads values while it builds
+            model = prepared.family.build(spec)
+        return prepared, plan_for(prepared, model, None, training=cfg.mode == "train")
+    model = prepared.family.build(spec)
+    return prepared, plan_for(prepared, model, sample, training=cfg.mode == "train")
+
+
+def cmd_plan(argv: list[str]) -> int:
+    """``plan model=M [task=T] ipu.ipus_per_replica=N [ipu.layers_per_ipu=[...]] [--json]``."""
+    as_json = "--json" in argv
+    prepared, stage_plan = plan_run([a for a in argv if a != "--json"])
+    summary = stage_plan.summary()
+    summary.update({"model": prepared.entry.name, "variant": prepared.variant.name,
+                    "task": prepared.task.name, "cost": prepared.cfg.ipu.cost})
+    if as_json:
+        print_json(summary)
+        return 0
+    table = Table(title=f"{prepared.entry.name} ({prepared.variant.name}) · {prepared.task.name} · "
+                        f"{len(summary['stages'])} stages · cost={summary['cost']}")
+    for column in ("stage", "blocks", "layers", "params", "GFLOPs/sample", "memory", "cost share"):
+        table.add_column(column, justify="left" if column == "blocks" else "right")
+    for stage in summary["stages"]:
+        table.add_row(str(stage["index"]), compact(stage["blocks"]), str(stage["layers"]), human(stage["params"]),
+                      f"{stage['flops_per_sample'] / 1e9:.3f}", f"{stage['memory_bytes'] / 2**20:.0f} MiB",
+                      f"{stage['cost_share']:.1%}")
+    console = Console()
+    console.print(table)
+    console.print(f"layers_per_ipu={summary['layers_per_ipu']} · bottleneck / ideal = "
+                  f"{summary['bottleneck_ratio']:.3f}")
+    if summary["uniform_layers_per_ipu"] is not None:
+        console.print(f"count-uniform {summary['uniform_layers_per_ipu']}: bottleneck / ideal = "
+                      f"{summary['uniform_bottleneck_ratio']:.3f}")
+    console.print(f"pipeline bubble with {summary['micro_batches']} micro-batches: {summary['bubble']:.1%}")
+    return 0
+
+
+def compact(blocks: list[str]) -> str:
+    """``['embeddings', 'layer.0', 'layer.1', 'layer.2']`` -> ``'embeddings, layer.0-2'``."""
+    out: list[str] = []
+    run: list[str] = []
+
+    def flush() -> None:
+        if run:
+            out.append(run[0] if len(run) == 1 else f"{run[0]}-{run[-1].rsplit('.', 1)[1]}")
+            run.clear()
+
+    for name in blocks:
+        head, _, tail = name.rpartition(".")
+        if tail.isdigit() and run and run[-1].rpartition(".")[0] == head and int(run[-1].rpartition(".")[2]) + 1 == int(tail):
+            run.append(name)
+            continue
+        flush()
+        if tail.isdigit():
+            run.append(name)
+        else:
+            out.append(name)
+    flush()
+    return ", ".join(out)
