@@ -16,11 +16,11 @@ import hashlib
 import json
 import os
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from garden.errors import ConfigError, DataError
+from garden.files import staging_folder
 
 FORMATS = {".csv": "csv", ".json": "json", ".jsonl": "jsonl"}
 
@@ -295,7 +295,7 @@ def _train_into(folder: Path, kind: str, special_tokens: dict[str, str], vocab_s
     if steps:
         tokenizer.post_processor = steps[0] if len(steps) == 1 else processors.Sequence(steps)
     folder.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}."))
+    staging = staging_folder(folder, f".{folder.name}.")
     try:
         tokenizer.save(str(staging / "tokenizer.json"))
         try:

@@ -10,14 +10,13 @@ from __future__ import annotations
 import dataclasses
 import json
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
-from garden.files import write_atomic
+from garden.files import make_plain, staging_folder, write_atomic
 from garden.partition.ipu_config import write_ipu_config
 from garden.partition.plan import optimum_ipu_config
 from garden.runs.prepared import Prepared
@@ -31,10 +30,12 @@ def save_model(prepared: Prepared, model: Any, folder: Path, metrics: dict[str, 
     """The trained model as a Hub-ready folder: ``save_pretrained`` (safetensors), the
     preprocessor, a model card and ``ipu_config.json``; swapped in whole, never half-written."""
     folder.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(dir=folder.parent, prefix=".model."))
+    staging = staging_folder(folder, ".model.")
     try:
         prepared.family.save(model, prepared.preprocessor, staging)
         write_run_files(staging, prepared, metrics, prepared.command, stage_plan)
+        for path in staging.rglob("*"):  # safetensors writes its files 0600, whatever the umask
+            make_plain(path)
         if folder.exists():
             shutil.rmtree(folder)
         staging.rename(folder)
