@@ -108,6 +108,18 @@ class IPUConfig:
 
 
 @dataclass
+class ResumeConfig:
+    """``resume=RUN_DIR`` (short for ``resume.run=RUN_DIR``) continues a stopped run in its folder."""
+
+    #: ``true`` (the latest unfinished run of this model and task under outputs/, or the one in
+    #: hydra.run.dir when it is given) or RUN_DIR
+    run: Optional[str] = None
+    #: settings that may differ from the checkpoint's although they change the result, e.g.
+    #: ``[trainer.max_steps]`` or ``[data.*]``; any other difference is refused
+    allow_changes: List[str] = field(default_factory=list)
+
+
+@dataclass
 class RunConfig:
     model: ModelConfig = field(default_factory=ModelConfig)
     task: TaskConfig = field(default_factory=TaskConfig)
@@ -119,22 +131,45 @@ class RunConfig:
     trainer: TrainerConfig = field(default_factory=TrainerConfig)
     infer: InferConfig = field(default_factory=InferConfig)
     ipu: IPUConfig = field(default_factory=IPUConfig)
-    #: continue a stopped run: ``true`` (the latest run of this model and task under outputs/) or RUN_DIR
-    resume: Optional[str] = None
+    resume: ResumeConfig = field(default_factory=ResumeConfig)
 
 
 MODES = ("train", "infer", "eval")
 BACKENDS = ("auto", "local", "pipeline", "ipu")
 
 
+def unique_suffix() -> str:
+    """Six hex digits drawn once per process, the end of a new run's default folder name
+    (``outputs/DATE/HH-MM-SS-xxxxxx``: ``${garden_unique:}`` in ``conf/config.yaml``).
+
+    Random rather than the pid, which repeats across the nodes of a job array and across
+    containers (where every job may be pid 1). Two runs started in the same second on one file
+    system get the same folder about once in 8 million pairs, and then the second one stops at
+    the first one's lock (``garden.runs.rundir``) instead of mixing their files.
+    """
+    global _UNIQUE
+    if _UNIQUE is None:
+        import secrets
+
+        _UNIQUE = secrets.token_hex(3)
+    return _UNIQUE
+
+
+_UNIQUE: str | None = None
+
+
 def register() -> None:
-    """Put the schemas in Hydra's ConfigStore and garden's search path among Hydra's plugins."""
+    """Put the schemas in Hydra's ConfigStore, garden's search path among Hydra's plugins and
+    the ``garden_unique`` resolver (a new run's folder name) in OmegaConf."""
     from hydra.core.config_search_path import ConfigSearchPath
     from hydra.core.config_store import ConfigStore
     from hydra.core.plugins import Plugins
     from hydra.plugins.search_path_plugin import SearchPathPlugin
 
+    from omegaconf import OmegaConf
+
     ConfigStore.instance().store(name="garden_schema", node=RunConfig)
+    OmegaConf.register_new_resolver("garden_unique", unique_suffix, replace=True)
 
     class GardenSearchPath(SearchPathPlugin):
         """Appends each loaded plugin's config directory after garden's own."""
@@ -148,12 +183,17 @@ def register() -> None:
         plugins.register(GardenSearchPath)
 
 
+SHORTHANDS = {"weights": "weights.source", "resume": "resume.run"}
+
+
 def sugar(overrides: list[str]) -> list[str]:
-    """Accept ``weights=SOURCE`` as short for ``weights.source=SOURCE``."""
+    """Accept ``weights=SOURCE`` as short for ``weights.source=SOURCE`` and ``resume=RUN_DIR``
+    for ``resume.run=RUN_DIR``."""
     out = []
     for o in overrides:
         key, sep, value = o.partition("=")
-        out.append(f"weights.source={value}" if sep and key.lstrip("+~") == "weights" else o)
+        short = key.lstrip("+~")
+        out.append(f"{SHORTHANDS[short]}={value}" if sep and short in SHORTHANDS else o)
     return out
 
 

@@ -7,17 +7,43 @@ the machine that launched it, with any launcher: basic, submitit local or Slurm)
 job's metrics, prints a table and writes ``summary.json`` next to the jobs::
 
     python -m garden --multirun model=vit task=classify preset=smoke trainer.lr=1e-3,3e-3
+
+A point that fails does not stop the sweep: its job records the one-line cause (and the
+traceback) in ``failed.json`` in its folder (:func:`record_failure`), the summary lists it as
+``failed`` with that cause, one ``error:`` line per failed point follows the table, and the
+command exits 1.
 """
 
 from __future__ import annotations
 
 import json
+import sys
+import traceback
 from pathlib import Path
 from typing import Any
 
 from garden.runs.outputs import write_json
 
 SUMMARY = "summary.json"
+FAILED = "failed.json"
+
+
+def one_line(err: BaseException) -> str:
+    """An exception as one line: garden's own messages as they are, others with their type."""
+    from garden.errors import GardenError
+
+    lines = [ln.strip() for ln in str(err).strip().splitlines() if ln.strip()]
+    text = lines[0] if lines else ""
+    if isinstance(err, GardenError):
+        return text or type(err).__name__
+    return f"{type(err).__name__}: {text}" if text else type(err).__name__
+
+
+def record_failure(job_dir: Path, err: BaseException) -> None:
+    """Write the failed job's cause (one line) and traceback to ``job_dir/failed.json``."""
+    job_dir.mkdir(parents=True, exist_ok=True)
+    write_json(job_dir / FAILED, {"error": one_line(err), "type": type(err).__name__,
+                                  "traceback": "".join(traceback.format_exception(err))})
 
 
 def job_overrides(job: Path) -> list[str]:
@@ -37,13 +63,15 @@ def summarize(sweep_dir: Path) -> dict[str, Any]:
     for job in jobs:
         overrides = job_overrides(job)
         row: dict[str, Any] = {"job": int(job.name), "dir": str(job), "overrides": overrides}
-        metrics_file = job / "metrics.json"
+        metrics_file, failed_file = job / "metrics.json", job / FAILED
         if metrics_file.is_file():
             metrics = json.loads(metrics_file.read_text())
             row.update(status="done", steps=metrics.get("steps"), eval=metrics.get("eval") or {},
                        train_samples_per_second=metrics.get("train_samples_per_second"))
+        elif failed_file.is_file():
+            row.update(status="failed", error=json.loads(failed_file.read_text()).get("error"), eval={})
         else:
-            row.update(status="no metrics.json (failed or still running)", eval={})
+            row.update(status="no metrics.json (killed, or still running)", eval={})
         rows.append(row)
     # the keys whose values differ between jobs are the sweep's axes
     values: dict[str, set] = {}
@@ -55,7 +83,8 @@ def summarize(sweep_dir: Path) -> dict[str, Any]:
     for row in rows:
         chosen = dict(o.partition("=")[::2] for o in row["overrides"])
         row["swept"] = {k: chosen.get(k) for k in swept}
-    return {"sweep_dir": str(sweep_dir), "swept": swept, "jobs": rows}
+    failed = sum(row["status"] != "done" for row in rows)
+    return {"sweep_dir": str(sweep_dir), "swept": swept, "jobs": rows, "failed": failed}
 
 
 def show(summary: dict[str, Any]) -> None:
@@ -82,10 +111,18 @@ def show(summary: dict[str, Any]) -> None:
 
 
 def write_summary(sweep_dir: Path) -> dict[str, Any]:
+    """The table and ``summary.json``, then one ``error:`` line per job that did not finish."""
     summary = summarize(sweep_dir)
     write_json(sweep_dir / SUMMARY, summary)
     show(summary)
     print(f"sweep summary written to {sweep_dir / SUMMARY}")
+    sys.stdout.flush()
+    for row in summary["jobs"]:
+        if row["status"] != "done":
+            point = " ".join(o for o in row["overrides"] if o.partition("=")[0] in summary["swept"]) \
+                or " ".join(row["overrides"])
+            cause = row.get("error") or row["status"]
+            print(f"error: sweep job {row['job']} ({point}) failed: {cause}", file=sys.stderr)
     return summary
 
 
@@ -96,9 +133,11 @@ except ImportError:  # pragma: no cover
 
 
 class SweepSummary(_Callback):
-    """Hydra callback: the sweep's table and ``summary.json`` once every job has ended."""
+    """Hydra callback: the sweep's table and ``summary.json`` once every job has ended; exits 1
+    (``SystemExit``, which Hydra lets through where it would turn an exception into a warning)
+    when a job failed."""
 
     def on_multirun_end(self, config: Any, **kwargs: Any) -> None:
         sweep_dir = Path(config.hydra.sweep.dir)
-        if sweep_dir.is_dir():
-            write_summary(sweep_dir)
+        if sweep_dir.is_dir() and write_summary(sweep_dir)["failed"]:
+            raise SystemExit(1)

@@ -15,6 +15,7 @@ import base64
 import hashlib
 import json
 import threading
+import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -51,6 +52,7 @@ class HubServer:
         self.repos: dict[str, Repo] = {}
         self.lost_blobs: set[tuple[str, str]] = set()
         self.requests: list[str] = []  # "GET /api/models/org/name/revision/main", ... in arrival order
+        self.trickle_s = 0.0  # > 0: each downloaded file's bytes arrive over this long, in pieces
         self.lock = threading.Lock()
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
         self.httpd.daemon_threads = True
@@ -200,7 +202,7 @@ class _Handler(BaseHTTPRequestHandler):
             first, _, last = wanted[len("bytes=") :].partition("-")
             status, start, end = 206, int(first or 0), int(last) + 1 if last else len(data)
             headers["Content-Range"] = f"bytes {start}-{end - 1}/{len(data)}"
-        self._send(status, data[start:end], headers, head=head)
+        self._send(status, data[start:end], headers, head=head, trickle_s=self.hub.trickle_s)
 
     def _create_repo(self, request: dict) -> None:
         repo_id = "/".join(filter(None, (request.get("organization"), request["name"])))
@@ -240,11 +242,18 @@ class _Handler(BaseHTTPRequestHandler):
     def _json(self, payload: object, status: int = 200, headers: dict | None = None, head: bool = False) -> None:
         self._send(status, json.dumps(payload).encode(), {"Content-Type": "application/json", **(headers or {})}, head)
 
-    def _send(self, status: int, body: bytes, headers: dict | None = None, head: bool = False) -> None:
+    def _send(self, status: int, body: bytes, headers: dict | None = None, head: bool = False,
+              trickle_s: float = 0.0) -> None:
         self.send_response(status)
         for name, value in (headers or {}).items():
             self.send_header(name, value)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
-        if not head:
-            self.wfile.write(body)
+        if head:
+            return
+        pieces = 10 if trickle_s else 1
+        step = -(-len(body) // pieces) or 1
+        for start in range(0, len(body), step):
+            self.wfile.write(body[start:start + step])
+            self.wfile.flush()
+            time.sleep(trickle_s / pieces)

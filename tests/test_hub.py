@@ -148,6 +148,24 @@ def test_a_branch_follows_the_hub_when_it_answers(server, client, tiny_vit, tmp_
     assert second["origin"] == f"hub org/tiny-vit@{newer[:7]}" != first["origin"]
 
 
+def test_four_processes_fetching_the_same_pinned_weights_at_once_get_identical_complete_files(server, client,
+                                                                                              tiny_vit):
+    from concurrent.futures import ThreadPoolExecutor
+
+    sha = server.add_repo("org/tiny-vit", tiny_vit)
+    server.trickle_s = 1.0  # each file arrives over a second, so the four downloads overlap
+    with ThreadPoolExecutor(4) as pool:
+        found = list(pool.map(lambda _: client(f"hub:org/tiny-vit@{sha}"), range(4)))
+    assert all(f == found[0] for f in found), found
+    folder = Path(found[0]["folder"])
+    for name in ("model.safetensors", "config.json"):
+        assert (folder / name).read_bytes() == (tiny_vit / name).read_bytes()
+    cache = client.hf_home / "hub" / "models--org--tiny-vit"
+    assert not list(cache.rglob("*.incomplete")), "no download left half-written"
+    downloads = [r for r in server.requests if r.startswith("GET") and r.endswith("/model.safetensors")]
+    assert 1 <= len(downloads) <= 4, downloads  # huggingface_hub's lock lets the others reuse the first
+
+
 def test_unknown_repo_is_named_with_how_to_fix_it(server, client):
     error = client("hub:org/no-such-model")["error"]
     assert "no model repo org/no-such-model" in error and "check the name" in error

@@ -14,15 +14,23 @@ from typing import Any
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
 
 from garden.config import compose, register, sugar, validate_choices
 from garden.errors import GardenError
-from garden.runs.checkpoint import resume_overrides
-from garden.runs.execution import command_line, execute
+from garden.runs.checkpoint import override_value, resume_overrides
+from garden.runs.execution import command_line, execute, own
+from garden.runs.rundir import check_new_sweep
+from garden.sweep import record_failure
 
 
 def run_hydra(argv: list[str]) -> int:
-    """Validate the overrides (one-line errors), then hand them to ``hydra.main``."""
+    """Validate the overrides (one-line errors), then hand them to ``hydra.main``.
+
+    A folder named on the command line (``hydra.run.dir=DIR``, or the run ``resume=`` continues)
+    is claimed here, before Hydra writes ``.hydra/`` into it, so a refused command changes
+    nothing there; a sweep's ``hydra.sweep.dir`` must not hold an earlier sweep.
+    """
     argv = sugar(argv)
     multirun = any(a in ("-m", "--multirun") for a in argv)
     overrides = [a for a in argv if not a.startswith("-")]
@@ -30,18 +38,32 @@ def run_hydra(argv: list[str]) -> int:
         for values in _sweep_choices(overrides):
             validate_choices(values)
         register()  # garden's schema and plugin config dirs, which compose() registers otherwise
+        sweep_dir = override_value(overrides, "hydra.sweep.dir")
+        if sweep_dir and "${" not in sweep_dir:
+            check_new_sweep(Path(sweep_dir))
     else:
-        compose(overrides)
+        cfg = compose(overrides)
         argv = resume_overrides(argv)  # resume=true|DIR: continue in that run's folder
+        run_dir = override_value(argv, "hydra.run.dir")
+        if run_dir and "${" not in run_dir:
+            own(cfg, Path(run_dir))  # held until the process ends
 
     @hydra.main(version_base="1.3", config_path="pkg://garden.conf", config_name="config")
     def job(cfg: Any) -> Any:
         hydra_cfg = HydraConfig.get()
+        output_dir = Path(hydra_cfg.runtime.output_dir)
+        sweeping = hydra_cfg.mode == RunMode.MULTIRUN
         try:
-            return execute(cfg, Path(hydra_cfg.runtime.output_dir), command=command_line(hydra_cfg.overrides.task))
+            return execute(cfg, output_dir, command=command_line(hydra_cfg.overrides.task))
         except GardenError as err:
+            if sweeping:  # the sweep goes on; its summary names the failed point and its cause
+                return record_failure(output_dir, err)
             print(f"error: {err}", file=sys.stderr)
             raise SystemExit(2) from None
+        except Exception as err:
+            if sweeping:
+                return record_failure(output_dir, err)
+            raise
 
     sys.argv = [sys.argv[0], *argv]
     job()

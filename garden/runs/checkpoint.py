@@ -373,11 +373,92 @@ def load(folder: Path, *, part: tuple[str, Any, bool], optimizer: Any, scheduler
     return state.get("data")
 
 
-# -- which run to resume ------------------------------------------------------------------------------
+# -- which run to resume, and whether this command may continue it -----------------------------------
+
+FINISHED = "metrics.json"  #: written last by a run that completed; its outputs are never overwritten
+#: the sections whose settings decide what a run computes, compared on resume ...
+RESULT_SECTIONS = ("model", "task", "data", "trainer", "weights", "seed")
+#: ... except these, which change how it runs, not what it computes (the layout, replicas x
+#: stages x accumulation, is compared on its own from the checkpoint's identity)
+FREE_SETTINGS = ("data.num_workers", "data.eval_batch_size", "trainer.log_every", "trainer.threads",
+                 "trainer.checkpoint_every", "trainer.keep_checkpoints")
+
+
+def resume_target(cfg: Any) -> Any:
+    """The ``resume.run`` value of a composed config (``resume=...`` on the command line)."""
+    resume = cfg.get("resume")
+    return resume.get("run") if resume is not None else None
+
+
+def result_config(cfg: Any) -> dict[str, Any]:
+    """The settings that change a run's result, flat (``{"data.batch_size": 8, ...}``), as JSON values.
+
+    Saved in every checkpoint, so a resumed run can be compared with the one that wrote it.
+    """
+    from omegaconf import OmegaConf
+
+    flat: dict[str, Any] = {}
+
+    def walk(prefix: str, node: Any) -> None:
+        if isinstance(node, dict):
+            for key, value in node.items():
+                walk(f"{prefix}.{key}", value)
+        elif prefix not in FREE_SETTINGS:
+            flat[prefix] = node
+
+    tree = OmegaConf.to_container(cfg, resolve=True)
+    for section in RESULT_SECTIONS:
+        if section in tree:
+            walk(section, tree[section])
+    return json.loads(json.dumps(flat, default=str))
+
+
+def allowed(key: str, patterns: list[str]) -> bool:
+    """``key`` is named by ``resume.allow_changes``: itself, a section above it, or a glob."""
+    import fnmatch
+
+    return any(key == p or key.startswith(p + ".") or fnmatch.fnmatchcase(key, p) for p in patterns)
+
+
+def changed_settings(saved: dict[str, Any], now: dict[str, Any]) -> dict[str, tuple[Any, Any]]:
+    """``{key: (checkpoint's value, this command's value)}`` for every setting that differs."""
+    missing = object()
+    return {k: (saved.get(k), now.get(k)) for k in sorted(set(saved) | set(now))
+            if saved.get(k, missing) != now.get(k, missing)}
+
+
+def check_resumable(cfg: Any, run_dir: Path) -> dict[str, tuple[Any, Any]]:
+    """Stop with one line unless ``cfg`` may continue the run in ``run_dir``: a finished run is
+    never resumed (its outputs would be overwritten), and a setting that changes the result must
+    equal the checkpoint's unless ``resume.allow_changes`` names it. Returns the allowed changes."""
+    finished = run_dir / FINISHED
+    if finished.is_file():
+        try:
+            steps = json.loads(finished.read_text()).get("steps")
+        except (OSError, ValueError, AttributeError):
+            steps = None
+        raise CheckpointError(
+            f"resume={run_dir}: that run is finished ({FINISHED}{f', {steps} steps' if steps is not None else ''}) "
+            f"and garden never overwrites a finished run's outputs; start a new run (weights={run_dir / 'model'} "
+            "starts from its trained model)")
+    manifest = identity_of(run_dir)
+    saved = (manifest or {}).get("config")
+    if saved is None:  # written before checkpoints recorded their config
+        return {}
+    changes = changed_settings(saved, result_config(cfg))
+    permitted = list(cfg.resume.allow_changes or [])
+    refused = {k: v for k, v in changes.items() if not allowed(k, permitted)}
+    if refused:
+        listed = ", ".join(f"{k}={json.dumps(old)} (now {json.dumps(new)})" for k, (old, new) in refused.items())
+        raise CheckpointError(
+            f"resume={run_dir}: the checkpoint was made with {listed}, and that changes what the run computes; "
+            f"resume with the run's own settings, or accept the change with "
+            f"resume.allow_changes=[{','.join(refused)}]")
+    return changes
 
 
 def identity_of(run_dir: Path) -> dict[str, Any] | None:
-    """The model and task a run dir's newest readable manifest names."""
+    """The newest readable manifest of a run dir (its model, task, layout and config)."""
     for folder in good_names(run_dir / CHECKPOINTS):
         try:
             return json.loads((folder / MANIFEST).read_text())
@@ -391,20 +472,22 @@ def wants_resume(value: Any) -> bool:
 
 
 def resume_dir(value: Any, model: str, task: str, outputs: Path = Path("outputs")) -> Path:
-    """The run directory ``resume=VALUE`` continues: ``true`` is the run of ``model`` and ``task``
-    under ``outputs/`` checkpointed most recently; anything else is a run directory, checked to be
-    a run of the same model and task."""
+    """The run directory ``resume=VALUE`` continues: ``true`` is the unfinished run of ``model``
+    and ``task`` under ``outputs/`` checkpointed most recently; anything else is a run directory,
+    checked to be a run of the same model and task."""
     value = str(value).strip()
     if value.lower() in LATEST:
-        runs = []
+        runs, finished = [], []
         for manifest in outputs.glob(f"**/{CHECKPOINTS}/step-*/{MANIFEST}"):
             run = manifest.parent.parent.parent
             found = identity_of(run)
             if found and found.get("model") == model and found.get("task") == task:
-                runs.append((manifest.stat().st_mtime, run))
+                (finished if (run / FINISHED).is_file() else runs).append((manifest.stat().st_mtime, run))
         if not runs:
-            raise CheckpointError(f"resume={value}: no run of model '{model}' (task {task}) with a checkpoint "
-                                  f"under {outputs.resolve()}; start it without resume, or pass resume=RUN_DIR")
+            done = f" (the latest, {max(finished)[1]}, is finished)" if finished else ""
+            raise CheckpointError(f"resume={value}: no unfinished run of model '{model}' (task {task}) with a "
+                                  f"checkpoint under {outputs.resolve()}{done}; start it without resume, or pass "
+                                  "resume=RUN_DIR")
         return max(runs)[1].resolve()
     run = Path(value).expanduser()
     if not run.is_dir():
@@ -420,12 +503,27 @@ def resume_dir(value: Any, model: str, task: str, outputs: Path = Path("outputs"
     return run.resolve()
 
 
+def override_value(overrides: list[str], key: str) -> str | None:
+    """The value ``key=VALUE`` sets among ``overrides`` (the last one wins, quotes removed)."""
+    found = None
+    for o in overrides:
+        name, sep, value = o.partition("=")
+        if sep and name == key:
+            found = value.strip().strip("'\"")
+    return found
+
+
 def resume_overrides(overrides: list[str]) -> list[str]:
     """``overrides`` with ``resume=`` resolved to a run directory and Hydra's run dir pinned to it,
-    so the resumed run writes where the stopped one did."""
+    so the resumed run writes where the stopped one did. ``resume=true`` with
+    ``hydra.run.dir=DIR`` continues the run in DIR."""
     picked = choices(overrides)
-    if not wants_resume(picked.get("resume")):
+    value = picked.get("resume.run")
+    if not wants_resume(value):
         return overrides
-    folder = resume_dir(picked["resume"], registry.get(picked["model"]).name, picked["task"])
-    kept = [o for o in overrides if not o.startswith(("resume=", "hydra.run.dir="))]
-    return [*kept, f"resume='{folder}'", f"hydra.run.dir='{folder}'"]
+    pinned = override_value(overrides, "hydra.run.dir")
+    if pinned and value.strip().lower() in LATEST:
+        value = pinned
+    folder = resume_dir(value, registry.get(picked["model"]).name, picked["task"])
+    kept = [o for o in overrides if not o.startswith(("resume.run=", "hydra.run.dir="))]
+    return [*kept, f"resume.run='{folder}'", f"hydra.run.dir='{folder}'"]

@@ -8,16 +8,17 @@ from __future__ import annotations
 
 import shlex
 import shutil
-import time
 from pathlib import Path
 from typing import Any
 
 from garden import registry
 from garden.backends import select_backend
 from garden.config import compose
-from garden.runs.checkpoint import resume_dir, wants_resume
+from garden.console import console
+from garden.runs.checkpoint import LATEST, check_resumable, identity_of, resume_dir, resume_target, wants_resume
 from garden.runs.loops import infer, train
 from garden.runs.prepared import prepare
+from garden.runs.rundir import Claim, claim, new_run_dir
 
 
 def run(overrides_or_cfg: Any, output_dir: str | Path | None = None) -> dict[str, Any]:
@@ -27,7 +28,7 @@ def run(overrides_or_cfg: Any, output_dir: str | Path | None = None) -> dict[str
         command = command_line(overrides_or_cfg)
         overrides_or_cfg = compose(list(overrides_or_cfg))
     if output_dir is None:
-        output_dir = Path("outputs") / time.strftime("%Y-%m-%d") / time.strftime("%H-%M-%S")
+        output_dir = new_run_dir()
     return execute(overrides_or_cfg, Path(output_dir), command=command)
 
 
@@ -36,10 +37,46 @@ def command_line(overrides: Any) -> str:
     return "python -m garden " + " ".join(shlex.quote(o) for o in overrides)
 
 
+def own(cfg: Any, output_dir: Path) -> Claim | None:
+    """Lock ``output_dir`` for this run (:func:`garden.runs.rundir.claim`) and, when ``cfg``
+    resumes the run in it, check that it may (:func:`garden.runs.checkpoint.check_resumable`);
+    one line and nothing changed on disk when not. Called before anything is written there (by
+    the command line before Hydra writes ``.hydra/``, and again, at no cost, by :func:`execute`)."""
+    resuming = wants_resume(resume_target(cfg))
+    held = claim(output_dir, resuming=resuming)
+    if not resuming or (held is not None and held.checked):
+        return held
+    try:
+        changes = check_resumable(cfg, output_dir)
+    except BaseException:
+        if held is not None:
+            held.release()
+        raise
+    if held is not None:
+        held.checked = True
+        if changes:
+            listed = ", ".join(f"{k} {old} -> {new}" for k, (old, new) in changes.items())
+            console.print(f"[yellow]note:[/] resuming with changes that resume.allow_changes accepts: {listed}")
+    return held
+
+
 def execute(cfg: Any, output_dir: Path, *, command: str | None = None) -> dict[str, Any]:
-    """Prepare, pick the backend, and train or infer; writes everything under ``output_dir``."""
-    if wants_resume(cfg.get("resume")):  # a stopped run continues in its own folder
-        output_dir = resume_dir(cfg.resume, registry.get(cfg.model.name).name, cfg.task.name)
+    """Prepare, pick the backend, and train or infer; writes everything under ``output_dir``,
+    which this process holds (:func:`own`) from before the first write to the end."""
+    target = resume_target(cfg)
+    if wants_resume(target):  # a stopped run continues in its own folder
+        if str(target).strip().lower() in LATEST and identity_of(output_dir):
+            target = output_dir  # resume=true in a given run dir continues that run
+        output_dir = resume_dir(target, registry.get(cfg.model.name).name, cfg.task.name)
+    held = own(cfg, output_dir)
+    try:
+        return prepare_and_run(cfg, output_dir, command)
+    finally:
+        if held is not None:
+            held.release()
+
+
+def prepare_and_run(cfg: Any, output_dir: Path, command: str | None) -> dict[str, Any]:
     output_dir.mkdir(parents=True, exist_ok=True)
     prepared = prepare(cfg)
     prepared.command = command
@@ -60,8 +97,8 @@ def execute(cfg: Any, output_dir: Path, *, command: str | None = None) -> dict[s
 def agreed_output_dir(output_dir: Path) -> Path:
     """Rank 0's output folder, on every process of a torchrun job.
 
-    Each process composes its own Hydra run dir from the clock, so two may differ by a second;
-    checkpoints need every process writing into one folder. A process whose folder differs
+    Each process composes its own Hydra run dir (the clock and a random suffix), so they differ;
+    checkpoints need every process writing into one folder, the one rank 0 locked. A process whose folder differs
     removes it when it holds nothing but Hydra's own files.
     """
     import torch.distributed as dist

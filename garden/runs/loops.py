@@ -57,9 +57,11 @@ def make_optimizer(tcfg: Any, parameters: list):
     raise ConfigError(f"trainer.optimizer={tcfg.optimizer} is not one of: {', '.join(OPTIMIZERS)}")
 
 
-def evaluate(prepared: Prepared, backend: Backend, bar: Progress | None = None) -> dict[str, float]:
+def evaluate(prepared: Prepared, backend: Backend, bar: Progress | None = None,
+             stop: "StopSignals | None" = None) -> dict[str, float]:
     """The task's metrics over the eval split; replicas evaluate their shares of each batch and the
-    task's metrics are computed once over everything gathered (so they equal one process's)."""
+    task's metrics are computed once over everything gathered (so they equal one process's).
+    Raises :class:`Stopping` before the next batch once ``stop`` has caught a signal."""
     cfg, data = prepared.cfg, prepared.data
     replica, replicas = backend.replica, backend.replicas
     eval_loader, batches, _ = sharded_loader(data.eval, data.collate, cfg.data.eval_batch_size or cfg.data.batch_size,
@@ -68,6 +70,8 @@ def evaluate(prepared: Prepared, backend: Backend, bar: Progress | None = None) 
     job = bar.add_task("eval", total=len(eval_loader), info="") if bar else None
     pieces = []
     for j, batch in enumerate(eval_loader):
+        if stop is not None and stop.agreed():
+            raise Stopping
         if shard_sizes(batches.size_of(j), replicas)[replica][0]:
             output = backend.forward(batch)
             if output is not None:
@@ -116,9 +120,20 @@ def announce(prepared: Prepared, backend: Backend, layout: dict[str, Any] | None
                       "device iterations")
 
 
+class Stopping(Exception):
+    """A stop signal seen between two evaluation batches: the loop leaves the evaluation for a
+    checkpoint and the exit."""
+
+
 class StopSignals:
-    """SIGINT and SIGTERM ask the loop to stop at the next step boundary (after a checkpoint)
-    instead of killing it mid-write; a second SIGINT interrupts at once."""
+    """SIGINT and SIGTERM ask the run to stop at the next step or evaluation batch (after a
+    checkpoint) instead of killing it mid-write; a second SIGINT interrupts at once.
+
+    So a stop takes at most one training step or one evaluation batch, plus one checkpoint
+    write, from any phase of training: within a scheduler's grace period (Slurm's KillWait,
+    Kubernetes' terminationGracePeriodSeconds: 30 s by default) for steps and checkpoints that
+    fit in it.
+    """
 
     def __init__(self) -> None:
         self.signal: int | None = None
@@ -135,6 +150,11 @@ class StopSignals:
             raise KeyboardInterrupt
         self.signal = signum
 
+    def agreed(self) -> bool:
+        """Whether any process of the run caught a signal (a collective where there are several,
+        so all of them stop at the same step or batch)."""
+        return checkpoint.any_true(self.signal is not None)
+
     def __exit__(self, *exc: Any) -> None:
         for sig, handler in self._previous.items():
             signal.signal(sig, handler)
@@ -143,18 +163,26 @@ class StopSignals:
 def checkpoint_identity(prepared: Prepared, backend: Backend) -> dict[str, Any]:
     return {"model": prepared.entry.name, "variant": prepared.variant.name, "task": prepared.task.name,
             "backend": backend.name, "seed": prepared.cfg.seed, "replicas": backend.replicas,
-            "stages": backend.stages, "gradient_accumulation_steps": backend.accumulation}
+            "stages": backend.stages, "gradient_accumulation_steps": backend.accumulation,
+            "config": checkpoint.result_config(prepared.cfg)}
 
 
 def train(prepared: Prepared, backend: Backend, output_dir: Path, *, evaluate_only: bool = False) -> dict[str, Any]:
-    """Train (unless ``evaluate_only``), evaluate and write metrics.json and the model folder.
+    """Train (unless ``evaluate_only``), evaluate and write the model folder and metrics.json.
 
     One step takes ``data.batch_size`` examples, cut across replicas and accumulation micro-steps
     (:func:`shard_sizes`); each micro-loss is weighed by its share, so a step follows the whole
     batch's mean loss. With ``trainer.checkpoint_every=N`` a checkpoint is written every N steps
-    and at the end; SIGINT/SIGTERM write one and stop; ``resume=`` continues from the newest
-    good one with the same data order and RNG states, so the result is the uninterrupted run's.
+    and at the end; SIGINT/SIGTERM, in a step or an evaluation, write one and stop
+    (:class:`StopSignals`); ``resume=`` continues from the newest good one with the same data
+    order and RNG states, so the result is the uninterrupted run's.
     """
+    with StopSignals() as stop:
+        return train_until_stopped(prepared, backend, output_dir, stop, evaluate_only=evaluate_only)
+
+
+def train_until_stopped(prepared: Prepared, backend: Backend, output_dir: Path, stop: StopSignals, *,
+                        evaluate_only: bool = False) -> dict[str, Any]:
     import torch
 
     cfg, data, task = prepared.cfg, prepared.data, prepared.task
@@ -192,13 +220,19 @@ def train(prepared: Prepared, backend: Backend, output_dir: Path, *, evaluate_on
             if backend.is_writer:
                 console.print(f"[yellow]note:[/] {text}")
 
-        def save_checkpoint() -> Path:
-            state.losses = backend.share(state.losses)  # a pipeline's losses live on its last stage
-            return checkpoint.save(output_dir, state, part=backend.checkpoint_part(), optimizer=optimizer,
-                                   scheduler=scheduler, data_state=data_state, identity=identity,
-                                   keep=tcfg.keep_checkpoints)
+        last_saved: dict[str, Any] = {}
 
-        if checkpoint.wants_resume(cfg.resume):
+        def save_checkpoint() -> Path:
+            """This position's checkpoint (written once: a stop right after a save reuses it)."""
+            state.losses = backend.share(state.losses)  # a pipeline's losses live on its last stage
+            at = (state.step, state.epoch, state.epoch_open, len(state.history))
+            if last_saved.get("at") != at:
+                last_saved.update(at=at, path=checkpoint.save(
+                    output_dir, state, part=backend.checkpoint_part(), optimizer=optimizer, scheduler=scheduler,
+                    data_state=data_state, identity=identity, keep=tcfg.keep_checkpoints))
+            return last_saved["path"]
+
+        if checkpoint.wants_resume(checkpoint.resume_target(cfg)):
             folder, manifest = checkpoint.latest_good(output_dir, say)
             saved = {k: manifest.get(k) for k in ("replicas", "stages", "gradient_accumulation_steps")}
             now = {k: identity[k] for k in saved}
@@ -212,7 +246,7 @@ def train(prepared: Prepared, backend: Backend, output_dir: Path, *, evaluate_on
             state = checkpoint.Position(**manifest["position"])
             say(f"resuming from {folder.name}: epoch {state.epoch}, step {state.step} of {total}")
 
-        with progress(quiet) as bar, StopSignals() as stop:
+        with progress(quiet) as bar:
             job = bar.add_task("train", total=total, completed=state.step, info="")
             while state.step < total or state.epoch_open:
                 if state.epoch_open:  # resuming mid-epoch: the same order, past the batches done
@@ -222,6 +256,7 @@ def train(prepared: Prepared, backend: Backend, output_dir: Path, *, evaluate_on
                     state = dataclasses.replace(state, epoch=state.epoch + 1, batch=0, losses=[], epoch_open=True)
                     generator.manual_seed(cfg.seed + state.epoch - 1)
                     data_state = generator.get_state()
+                    batches.skip = 0
                 micro_batches = iter(train_loader)
                 while state.step < total and state.batch < per_epoch:
                     start = time.perf_counter()
@@ -253,7 +288,7 @@ def train(prepared: Prepared, backend: Backend, output_dir: Path, *, evaluate_on
                     if recent and state.step % max(1, tcfg.log_every) == 0:
                         bar.update(job, info=f"loss {sum(recent) / len(recent):.4f}")
                     bar.advance(job)
-                    stopping = checkpoint.any_true(stop.signal is not None)
+                    stopping = stop.agreed()
                     if stopping or (tcfg.checkpoint_every and state.step % tcfg.checkpoint_every == 0):
                         saved_at = save_checkpoint()
                     if stopping:
@@ -263,13 +298,23 @@ def train(prepared: Prepared, backend: Backend, output_dir: Path, *, evaluate_on
                     record["train_loss"] = sum(state.losses) / len(state.losses)
                 record = backend.share(record)
                 if tcfg.eval:
-                    record.update({f"eval_{k}": v for k, v in evaluate(prepared, backend, bar).items()})
+                    try:
+                        record.update({f"eval_{k}": v for k, v in evaluate(prepared, backend, bar, stop).items()})
+                    except Stopping:  # the epoch stays open: a resume evaluates it again
+                        stopped(stop.signal, state.step, total, save_checkpoint(), output_dir, backend,
+                                during="an evaluation")
                 state.history.append(record)
                 state.epoch_open = False
             if tcfg.checkpoint_every:
                 save_checkpoint()
     with progress(quiet) as bar:
-        final = evaluate(prepared, backend, bar)
+        try:
+            final = evaluate(prepared, backend, bar, stop)
+        except Stopping:
+            if evaluate_only:
+                stopped(stop.signal, None, None, None, output_dir, backend, during="the evaluation")
+            stopped(stop.signal, state.step, state.step, save_checkpoint(), output_dir, backend,
+                    during="the final evaluation")
 
     samples, seconds = state.samples, state.seconds
     metrics = {
@@ -290,19 +335,24 @@ def train(prepared: Prepared, backend: Backend, output_dir: Path, *, evaluate_on
     }
     model = None if evaluate_only else backend.model_for_saving()  # collective on pipelines
     if backend.is_writer:
-        write_json(output_dir / "metrics.json", metrics)
         if model is not None:
             save_model(prepared, model, output_dir / "model", metrics, backend.stage_plan)
+        write_json(output_dir / "metrics.json", metrics)  # last: the mark of a finished run
         summary(metrics, output_dir)
     return metrics
 
 
-def stopped(signum: int | None, step: int, total: int, saved_at: Path, output_dir: Path, backend: Backend) -> None:
-    """Leave after a stop signal, saying where the checkpoint is and how to continue."""
+def stopped(signum: int | None, step: int | None, total: int | None, saved_at: Path | None, output_dir: Path,
+            backend: Backend, *, during: str | None = None) -> None:
+    """Leave after a stop signal (exit status 128 + its number), saying where the checkpoint is
+    and how to continue."""
     name = signal.Signals(signum).name if signum else "a signal to another process"
     if backend.is_writer:
-        console.print(f"[yellow]stopped[/] by {name} at step {step} of {total}; checkpoint {saved_at}; "
-                      f"continue with the same command and resume={output_dir}")
+        where = ", ".join(filter(None, [f"at step {step} of {total}" if step is not None else "",
+                                        f"in {during}" if during else ""]))
+        then = (f"checkpoint {saved_at}; continue with the same command and resume={output_dir}" if saved_at
+                else "nothing to resume (mode=eval): run it again")
+        console.print(f"[yellow]stopped[/] by {name} {where}; {then}")
     if signum == signal.SIGINT:
         raise KeyboardInterrupt
     raise SystemExit(128 + (signum or signal.SIGTERM))
