@@ -8,7 +8,8 @@ A checkpoint is a folder ``RUN_DIR/checkpoints/step-000040/``::
     rng-rank-000.pt          one per process: python, numpy and torch RNG states and the data order's
                              generator as it was when the epoch began
     checkpoint.json          written last: the loop's position (epoch, batch, step), its history, the
-                             run's identity (model, task, layout) and every file's size and sha256
+                             run's identity (model, task, layout), the settings that decide its result
+                             (compared on resume) and every file's size and sha256
 
 Every process writes its files into ``.partial-step-000040/``; once all have, rank 0 writes
 ``checkpoint.json`` and renames the folder into place with ``os.replace``. A kill, a full disk or
@@ -17,7 +18,7 @@ checkpoint whose files do not match their recorded sizes and hashes is set aside
 (``damaged-step-...``) and the one before it is used, with a note saying so.
 
     >>> resume_dir("true", "vit", "classify")          # doctest: +SKIP
-    PosixPath('outputs/2026-11-30/02-26-09')
+    PosixPath('outputs/2026-11-30/02-26-09-4f2a9c')
 """
 
 from __future__ import annotations
