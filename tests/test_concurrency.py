@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, garden_cli
+from conftest import ROOT
 from test_resume import ENV, descendants, steps_saved
 
 TINY = ("model=vit", "task=classify", "preset=smoke", "weights=random", "trainer.max_steps=2",
