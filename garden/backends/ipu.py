@@ -10,7 +10,7 @@ optimum's ``IPUConfig.to_options`` builds them (:func:`poptorch_options`).
 poptorch trains what the model's forward returns as a loss and applies the optimizer inside the
 compiled program, so the loss is computed in the model (:func:`step_module`) and this backend
 ``steps_optimizer``: the trainer hands it its optimizer (:meth:`IPUBackend.follow_optimizer`),
-the device applies AdamW with the trainer's ``lr``/``weight_decay`` and clips to
+the device applies its poptorch twin (AdamW or SGD, :func:`device_optimizer`) and clips to
 ``trainer.grad_clip`` (``max_grad_norm``), and a learning rate moved by the trainer's schedule is
 sent with ``setOptimizer`` before the next step, as optimum's trainer does. One trainer step is
 one call: ``ipu.device_iterations`` updates, each over ``gradient_accumulation_steps x
@@ -104,6 +104,27 @@ def memory_proportions(ipu: Any, training: bool, ipus: int) -> dict[str, float]:
         raise ConfigError(f"{key}={value} has {len(value)} entries but {'training' if training else 'inference'} "
                           f"runs on {ipus} IPUs; give one proportion per IPU or a single number")
     return {f"IPU{i}": float(p) for i, p in enumerate(value)}
+
+
+def device_optimizer(host: Any, parameters: list, max_grad_norm: float | None, poptorch: Any):
+    """The ``poptorch.optim`` twin of the trainer's optimizer ``host`` (``trainer.optimizer``: AdamW
+    or SGD), with ``host``'s settings and ``max_grad_norm`` (``None``/0: no clipping), which
+    poptorch applies on the device. For example ``torch.optim.SGD(ps, lr=0.1, momentum=0.9)``
+    becomes ``poptorch.optim.SGD(ps, lr=0.1, momentum=0.9, ..., max_grad_norm=inf)``.
+    """
+    import torch
+
+    group = host.param_groups[0]
+    clip = float(max_grad_norm) if max_grad_norm else float("inf")
+    if isinstance(host, torch.optim.AdamW):
+        return poptorch.optim.AdamW(parameters, lr=float(group["lr"]), betas=tuple(group["betas"]), eps=group["eps"],
+                                    weight_decay=group["weight_decay"], max_grad_norm=clip)
+    if isinstance(host, torch.optim.SGD):
+        return poptorch.optim.SGD(parameters, lr=float(group["lr"]), momentum=group["momentum"],
+                                  dampening=group["dampening"], weight_decay=group["weight_decay"],
+                                  nesterov=group["nesterov"], max_grad_norm=clip)
+    raise BackendError(f"backend=ipu has no poptorch optimizer for {type(host).__name__}; "
+                       "set trainer.optimizer=adamw or trainer.optimizer=sgd")
 
 
 def step_module(model: Any, blocks: list, task: Any, poptorch: Any):
@@ -206,13 +227,12 @@ class IPUBackend(Backend):
         self._host_optimizer, self._max_grad_norm = optimizer, max_grad_norm
 
     def _optimizer_for_device(self):
-        """A ``poptorch.optim.AdamW`` as the trainer's optimizer is set now."""
-        cfg = self.prepared.cfg.trainer
-        group = self._host_optimizer.param_groups[0] if self._host_optimizer else \
-            {"lr": cfg.lr, "weight_decay": cfg.weight_decay, "betas": (0.9, 0.999), "eps": 1e-8}
-        clip = float(self._max_grad_norm) if self._max_grad_norm else float("inf")
-        return self.poptorch.optim.AdamW(self.parameters(), lr=float(group["lr"]), betas=tuple(group["betas"]),
-                                         eps=group["eps"], weight_decay=group["weight_decay"], max_grad_norm=clip)
+        """The device's twin of the loops' optimizer (handed over by :meth:`follow_optimizer`
+        before the first training step), as it is set now."""
+        if self._host_optimizer is None:
+            raise BackendError("backend=ipu trains with the run's optimizer: call follow_optimizer(optimizer) "
+                               "before the first train_step")
+        return device_optimizer(self._host_optimizer, self.parameters(), self._max_grad_norm, self.poptorch)
 
     def _follow_lr(self, model: Any) -> None:
         if self._host_optimizer is None:
