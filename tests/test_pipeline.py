@@ -1,5 +1,6 @@
 """The same stage plan runs for real under torchrun (gloo, one stage per process) and gives the
-local run's numbers: forward outputs, the loss, and the weights after a training step."""
+local run's numbers: forward outputs, and the update a training step makes (compared relative to
+its size by tests/equivalence.py, which says why SGD and why that tolerance)."""
 
 from __future__ import annotations
 
@@ -12,12 +13,10 @@ from pathlib import Path
 import pytest
 
 from conftest import garden_cli
+from equivalence import SGD_STEPS, assert_same_steps, initial, mutation_env, read_run, step_mismatches
 
-# AdamW's first step moves every weight by about lr * sign(gradient), so a gradient component
-# near zero turns float rounding (micro-batches sum in another order) into a difference of up to
-# lr; lr=1e-3 keeps the weights' tolerance at 1e-5 meaningful.
-ONE_STEP = ("model=vit", "task=classify", "preset=smoke", "weights=random", "trainer.max_steps=1",
-            "trainer.lr=0.001", "trainer.warmup_steps=0", "trainer.eval=false", "data.batch_size=8")
+ONE_STEP = ("model=vit", "task=classify", "preset=smoke", "weights=random", "trainer.max_steps=1", *SGD_STEPS,
+            "trainer.lr=0.1", "trainer.eval=false", "data.batch_size=8")
 
 
 def torchrun(nproc: int, *args: str, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -27,11 +26,9 @@ def torchrun(nproc: int, *args: str, cwd: Path, env: dict | None = None) -> subp
          "-m", "garden", *args], cwd=cwd, env=full_env, capture_output=True, text=True, timeout=300)
 
 
-def saved(where: Path) -> tuple[dict, dict]:
-    from safetensors.torch import load_file
-
-    [run] = [p.parent for p in where.glob("outputs/*/*/metrics.json")]
-    return load_file(run / "model" / "model.safetensors"), json.loads((run / "metrics.json").read_text())
+@pytest.fixture(scope="module")
+def before(tmp_path_factory):
+    return initial(ONE_STEP, tmp_path_factory.mktemp("initial"))
 
 
 @pytest.fixture(scope="module")
@@ -39,22 +36,44 @@ def local_step(tmp_path_factory):
     where = tmp_path_factory.mktemp("local")
     result = garden_cli(*ONE_STEP, "backend=local", cwd=where)
     assert result.returncode == 0, result.output
-    return saved(where)
+    return read_run(where)
 
 
 @pytest.mark.parametrize("stages", [2, 3])
-def test_a_pipelined_training_step_equals_the_local_one(local_step, tmp_path, stages):
+def test_a_pipelined_training_step_equals_the_local_one(before, local_step, tmp_path, stages):
     result = torchrun(stages, *ONE_STEP, "backend=pipeline", f"ipu.ipus_per_replica={stages}", cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
-    weights, metrics = saved(tmp_path)
-    local_weights, local_metrics = local_step
-    assert metrics["backend"] == "pipeline"
-    assert weights.keys() == local_weights.keys()
-    for name, tensor in local_weights.items():
-        assert (weights[name] - tensor).abs().max().item() < 1e-5, name
-    assert abs(metrics["eval"]["loss"] - local_metrics["eval"]["loss"]) < 1e-5
-    assert metrics["eval"]["accuracy"] == local_metrics["eval"]["accuracy"]
+    piped = read_run(tmp_path)
+    assert piped.metrics["backend"] == "pipeline"
+    assert_same_steps(before, local_step, piped)
     assert len(list(tmp_path.glob("outputs/*/*"))) == 1, "only rank 0 writes"
+
+
+#: the bug: the last stage's micro-batch loss doubled (as a sum over 2 micro-batches would be)
+PIPELINE_LOSS_X2 = """
+    import sys
+    from garden.backends import pipeline
+
+    weighted = pipeline.PipelineBackend._micro_batch_loss
+
+    def doubled(self, output, target):
+        print("MUTATION: pipeline loss x2", file=sys.stderr, flush=True)
+        return 2 * weighted(self, output, target)
+
+    pipeline.PipelineBackend._micro_batch_loss = doubled
+"""
+
+
+def test_the_step_comparison_catches_a_pipeline_whose_loss_is_doubled(before, local_step, tmp_path):
+    (tmp_path / "run").mkdir()
+    result = torchrun(2, *ONE_STEP, "backend=pipeline", cwd=tmp_path / "run",
+                      env=mutation_env(tmp_path / "site", PIPELINE_LOSS_X2))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "MUTATION: pipeline loss x2" in result.stderr
+    problems = step_mismatches(before, local_step, read_run(tmp_path / "run"))
+    assert len(problems) > len(before.weights) / 2, problems  # twice the gradient: (nearly) every update is off
+    with pytest.raises(AssertionError, match="the steps differ"):
+        assert_same_steps(before, local_step, read_run(tmp_path / "run"))
 
 
 def test_pipelined_inference_predicts_what_the_local_model_predicts(tmp_path):

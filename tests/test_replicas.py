@@ -1,39 +1,25 @@
 """Data-parallel replicas and gradient accumulation train exactly like one process over the same
 global batch: torchrun with 2 replicas of the whole model (backend=local, DDP) and 2 replicas x 2
 pipeline stages (backend=pipeline, a replica x stage DeviceMesh), checked against a single
-process after two optimizer steps."""
+process after two SGD steps (each weight's update, relative to its size: tests/equivalence.py)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
 from conftest import garden_cli
+from equivalence import SGD_STEPS, Run, assert_same_steps, initial, mutation_env, read_run, step_mismatches
 from test_pipeline import torchrun
 
-# lr=1e-3 and no warmup as in test_pipeline.py: AdamW's first steps are sign-like, so rounding
-# differences (a batch summed in pieces) stay ~lr x 1e-3 and 1e-5 remains a meaningful bound.
-TWO_STEPS = ("model=vit", "task=classify", "preset=smoke", "weights=random", "trainer.max_steps=2",
-             "trainer.lr=0.001", "trainer.warmup_steps=0", "trainer.eval=false", "data.batch_size=8")
+TWO_STEPS = ("model=vit", "task=classify", "preset=smoke", "weights=random", "trainer.max_steps=2", *SGD_STEPS,
+             "trainer.lr=0.1", "trainer.eval=false", "data.batch_size=8")
 
 
-def saved(run: Path) -> tuple[dict, dict]:
-    from safetensors.torch import load_file
-
-    return load_file(run / "model" / "model.safetensors"), json.loads((run / "metrics.json").read_text())
-
-
-def assert_same_training(run: Path, reference: tuple[dict, dict]) -> dict:
-    weights, metrics = saved(run)
-    ref_weights, ref_metrics = reference
-    assert weights.keys() == ref_weights.keys()
-    worst = max((weights[k] - ref_weights[k]).abs().max().item() for k in ref_weights)
-    assert worst < 1e-5, worst
-    assert abs(metrics["eval"]["loss"] - ref_metrics["eval"]["loss"]) < 1e-5
-    assert metrics["eval"]["accuracy"] == ref_metrics["eval"]["accuracy"]
-    return metrics
+@pytest.fixture(scope="module")
+def before(tmp_path_factory):
+    return initial(TWO_STEPS, tmp_path_factory.mktemp("initial"))
 
 
 @pytest.fixture(scope="module")
@@ -41,36 +27,75 @@ def one_process(tmp_path_factory):
     where = tmp_path_factory.mktemp("one")
     result = garden_cli(*TWO_STEPS, "backend=local", "hydra.run.dir=run", cwd=where)
     assert result.returncode == 0, result.output
-    return saved(where / "run")
+    return read_run(where / "run")
 
 
-def test_two_replicas_train_like_one_process_on_the_whole_batch(one_process, tmp_path):
-    result = torchrun(2, *TWO_STEPS, "backend=local", "ipu.replication_factor=2", "hydra.run.dir=run", cwd=tmp_path)
+def replicated(where: Path, env: dict | None = None) -> tuple[Run, str]:
+    """Two replicas of the whole model (DDP) take the two steps: the run and its stderr."""
+    result = torchrun(2, *TWO_STEPS, "backend=local", "ipu.replication_factor=2", "hydra.run.dir=run", cwd=where, env=env)
     assert result.returncode == 0, result.stdout + result.stderr
-    metrics = assert_same_training(tmp_path / "run", one_process)
-    assert metrics["batch"] == {"micro_batch_size": 4, "replicas": 2, "gradient_accumulation_steps": 1,
-                                "device_iterations": 1, "effective_batch_size": 8}
-    assert "batch 8 = 4 micro-batch x 2 replicas" in result.stderr
+    return read_run(where / "run"), result.stderr
+
+
+def accumulated(where: Path, env: dict | None = None) -> tuple[Run, str]:
+    """One process takes each step's batch in two micro-steps: the run and its stderr."""
+    result = garden_cli(*TWO_STEPS, "backend=local", "ipu.gradient_accumulation_steps=2", "hydra.run.dir=run",
+                        cwd=where, env=env)
+    assert result.returncode == 0, result.output
+    return read_run(where / "run"), result.stderr
+
+
+def test_two_replicas_train_like_one_process_on_the_whole_batch(before, one_process, tmp_path):
+    run, stderr = replicated(tmp_path)
+    assert_same_steps(before, one_process, run)
+    assert run.metrics["batch"] == {"micro_batch_size": 4, "replicas": 2, "gradient_accumulation_steps": 1,
+                                    "device_iterations": 1, "effective_batch_size": 8}
+    assert "batch 8 = 4 micro-batch x 2 replicas" in stderr
     assert [p.name for p in tmp_path.iterdir()] == ["run"], "only rank 0 writes"
 
 
-def test_two_replicas_of_two_pipeline_stages_train_like_one_process(one_process, tmp_path):
-    # two pipeline micro-batches per replica: with four 1-example micro-batches one weight whose
-    # second AdamW step nearly cancels moves 1.8e-5 (pure rounding; 7e-6 here, as a 1 x 2 pipeline)
+def test_two_replicas_of_two_pipeline_stages_train_like_one_process(before, one_process, tmp_path):
     result = torchrun(4, *TWO_STEPS, "backend=pipeline", "ipu.replication_factor=2", "ipu.ipus_per_replica=2",
                       "ipu.micro_batches=2", "hydra.run.dir=run", cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
-    metrics = assert_same_training(tmp_path / "run", one_process)
-    assert metrics["backend"] == "pipeline"
-    assert metrics["batch"]["replicas"] == 2 and metrics["batch"]["effective_batch_size"] == 8
+    run = read_run(tmp_path / "run")
+    assert_same_steps(before, one_process, run)
+    assert run.metrics["backend"] == "pipeline"
+    assert run.metrics["batch"]["replicas"] == 2 and run.metrics["batch"]["effective_batch_size"] == 8
 
 
-def test_gradient_accumulation_takes_the_whole_batch_in_micro_steps(one_process, tmp_path):
-    result = garden_cli(*TWO_STEPS, "backend=local", "ipu.gradient_accumulation_steps=2", "hydra.run.dir=run",
-                        cwd=tmp_path)
-    assert result.returncode == 0, result.output
-    metrics = assert_same_training(tmp_path / "run", one_process)
-    assert metrics["batch"]["micro_batch_size"] == 4 and metrics["batch"]["gradient_accumulation_steps"] == 2
+def test_gradient_accumulation_takes_the_whole_batch_in_micro_steps(before, one_process, tmp_path):
+    run, _ = accumulated(tmp_path)
+    assert_same_steps(before, one_process, run)
+    assert run.metrics["batch"]["micro_batch_size"] == 4 and run.metrics["batch"]["gradient_accumulation_steps"] == 2
+
+
+#: the bugs: each micro-batch's share weighed once more by 1/replicas (DDP's average without the
+#: ``x replicas`` that undoes it) or by 1/accumulation (an accumulated loss divided twice)
+SHARE_DIVIDED_BY = """
+    import sys
+    from garden.backends import local
+
+    train_step = local.LocalBackend.train_step
+
+    def divided(self, batch, scale=1.0, sync=True):
+        print("MUTATION: share divided by {by}", file=sys.stderr, flush=True)
+        return train_step(self, batch, scale / self.{by}, sync)
+
+    local.LocalBackend.train_step = divided
+"""
+
+
+@pytest.mark.parametrize("by", ["replicas", "accumulation"])
+def test_the_step_comparison_catches_a_share_divided_twice(before, one_process, tmp_path, by):
+    env = mutation_env(tmp_path / "site", SHARE_DIVIDED_BY.format(by=by))
+    (tmp_path / "run").mkdir()
+    run, stderr = (replicated if by == "replicas" else accumulated)(tmp_path / "run", env)
+    assert f"MUTATION: share divided by {by}" in stderr
+    problems = step_mismatches(before, one_process, run)
+    assert len(problems) > len(before.weights) / 2, problems  # half the gradient: (nearly) every update is off
+    with pytest.raises(AssertionError, match="the steps differ"):
+        assert_same_steps(before, one_process, run)
 
 
 def test_replicas_share_every_batch_without_duplicates_or_gaps():
