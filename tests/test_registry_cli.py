@@ -1,11 +1,10 @@
-"""Browsing the registry: list, show, search and registry.json, fast and without torch."""
+"""Browsing the registry: list, show, search and registry.json, without torch (how fast: bench/startup.py)."""
 
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -19,14 +18,6 @@ def test_list_and_show_never_import_torch():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert "IMPORTED []" in out
-
-
-def test_list_takes_well_under_a_second():
-    start = time.perf_counter()
-    result = garden_cli("list")
-    elapsed = time.perf_counter() - start
-    assert result.returncode == 0, result.output
-    assert elapsed < 1.5, f"list took {elapsed:.2f}s"
 
 
 def test_list_json_carries_vit_with_its_variants():

@@ -262,4 +262,10 @@ def test_the_screenshot_script_writes_desktop_and_phone_pictures(browser, tmp_pa
     spec.loader.exec_module(screenshots)
     written = screenshots.take_screenshots(ROOT / "registry.json", tmp_path, browser)
     assert [p.name for p in written] == ["screenshot-desktop.png", "screenshot-phone.png"]
-    assert all(p.read_bytes().startswith(b"\x89PNG") for p in written)
+    from PIL import Image
+
+    for path, size in zip(written, screenshots.SIZES.values()):
+        with Image.open(path) as picture:
+            assert picture.format == "PNG" and picture.size == size  # the viewport, at one pixel per CSS pixel
+            colours = picture.convert("RGB").getcolors(maxcolors=4096)  # None: more than 4096
+            assert colours is None or len(colours) > 64, f"{path.name} is (nearly) blank: {len(colours)} colours"

