@@ -35,6 +35,8 @@ class Variant:
     overrides for variants without weights (``tiny``).
     ``params``, ``flops`` (one forward pass on ``flops_input``) and ``file_size`` describe the
     model garden builds for the entry's first task; ``registry measure`` computes and checks them.
+    ``weights_format`` is ``"pickle"`` for a Hub checkpoint that has only ``pytorch_model.bin``: its
+    printed command then carries ``weights.allow_pickle=true``, the user's explicit trust.
     """
 
     name: str
@@ -46,6 +48,7 @@ class Variant:
     file_size: int | None = None
     config: Mapping[str, Any] = field(default_factory=dict)
     description: str = ""
+    weights_format: str = "safetensors"
 
     def pin_problem(self) -> str | None:
         """Why the Hub checkpoint is not pinned to one commit, or ``None`` (also without one)::
@@ -60,6 +63,15 @@ class Variant:
         if not COMMIT_HASH.fullmatch(self.revision):
             return f"pins {self.hub_id} to '{self.revision}', not a full 40-character commit hash"
         return None
+
+    @property
+    def run_overrides(self) -> tuple[str, ...]:
+        """What a command running this variant must add beyond ``model.variant``::
+
+            >>> Variant("base", hub_id="org/name", weights_format="pickle").run_overrides
+            ('weights.allow_pickle=true',)
+        """
+        return ("weights.allow_pickle=true",) if self.hub_id and self.weights_format == "pickle" else ()
 
 
 @dataclass(frozen=True)

@@ -126,9 +126,12 @@ def search(text: str) -> list[ModelEntry]:
     return [e for e in list_models() if all(w in haystack(e) for w in words)]
 
 
-def run_command(entry: ModelEntry, task: str) -> str:
-    """The command line that runs ``task`` for ``entry``."""
-    return f"python -m garden model={entry.name} task={task}"
+def run_command(entry: ModelEntry, task: str, variant: str | None = None) -> str:
+    """The command line that runs ``task`` for ``entry`` (its default variant unless ``variant``
+    names another), with what that variant's weights need, e.g. ``weights.allow_pickle=true``."""
+    chosen = entry.variant(variant) if variant else entry.default_variant
+    named = [] if chosen is entry.default_variant else [f"model.variant={chosen.name}"]
+    return " ".join([f"python -m garden model={entry.name} task={task}", *named, *chosen.run_overrides])
 
 
 #: core tasks whose head predicts the vocabulary with the token embeddings' weights (tied); as

@@ -50,31 +50,43 @@ print(json.dumps(outcomes))
 
 
 def printed_commands(document: dict) -> list[tuple[str, str, dict]]:
-    """``(command, model, variant record)`` for each model x task x variant with Hub weights."""
+    """``(command, model, variant record)`` for each model x task x variant with Hub weights: the
+    printed command for the default variant, and for another, ``registry.run_command``'s form of it."""
+    from garden import registry
+
     found = []
     for model in document["models"]:
         default = model["default"] or model["variants"][0]["name"]
-        for command in model["commands"].values():
+        for task, command in model["commands"].items():
             for variant in model["variants"]:
                 if variant["hub_id"] is None:
                     continue
-                extra = "" if variant["name"] == default else f" model.variant={variant['name']}"
-                found.append((command + extra, model["name"], variant))
+                if variant["name"] != default:
+                    command = registry.run_command(registry.get(model["name"]), task, variant["name"])
+                found.append((command, model["name"], variant))
     return found
 
 
-def tiny_checkpoint(model: dict) -> dict[str, bytes]:
-    """config.json of the model's family (its model_type) and a one-tensor model.safetensors."""
+def tiny_checkpoint(model: dict, variant: dict) -> dict[str, bytes]:
+    """config.json of the model's family (its model_type) and a one-tensor weights file in the
+    variant's format: model.safetensors, or pytorch_model.bin for a pickle-only Hub repo."""
+    import io
+
     import numpy as np
+    import torch
     import transformers
     from safetensors.numpy import save
 
     module, _, attribute = model["builder"].partition(":")
     config_class = getattr(transformers, getattr(import_module(module), attribute).config_class)
-    return {
-        "config.json": json.dumps(config_class().to_dict()).encode(),
-        "model.safetensors": save({"marker": np.zeros(1, dtype=np.float32)}),
-    }
+    files = {"config.json": json.dumps(config_class().to_dict()).encode()}
+    if variant["weights_format"] == "pickle":
+        buffer = io.BytesIO()
+        torch.save({"marker": torch.zeros(1)}, buffer)
+        files["pytorch_model.bin"] = buffer.getvalue()
+    else:
+        files["model.safetensors"] = save({"marker": np.zeros(1, dtype=np.float32)})
+    return files
 
 
 @pytest.fixture(scope="module")
@@ -97,10 +109,10 @@ def test_every_printed_command_composes_and_finds_its_pinned_weights(document, t
     on_the_hub = {(e.name, v.name) for e in registry.entries().values() for v in e.variants if v.hub_id}
     assert {(name, variant["name"]) for _, name, variant in commands} == on_the_hub
     models = {m["name"]: m for m in document["models"]}
-    pinned = {(v["hub_id"], v["revision"]): name for _, name, v in commands if v["revision"]}
+    pinned = {(v["hub_id"], v["revision"]): (name, v) for _, name, v in commands if v["revision"]}
     with HubServer() as hub:
-        for (repo_id, revision), name in pinned.items():  # only the pinned commits exist on this Hub
-            hub.commit(repo_id, tiny_checkpoint(models[name]), branch=None, sha=revision)
+        for (repo_id, revision), (name, variant) in pinned.items():  # only the pinned commits exist here
+            hub.commit(repo_id, tiny_checkpoint(models[name], variant), branch=None, sha=revision)
         env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "HUGGING", "TRANSFORMERS_"))}
         env.update(HF_ENDPOINT=hub.url, HF_HOME=str(tmp_path / "hf-home"), HF_HUB_DISABLE_TELEMETRY="1",
                    HF_HUB_DISABLE_XET="1", HF_HUB_DISABLE_PROGRESS_BARS="1")

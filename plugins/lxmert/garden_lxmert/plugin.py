@@ -45,7 +45,8 @@ LXMERT = ModelEntry(
                 flops_input=BASE_INPUT, file_size=836_626_192,
                 config=BASE,
                 description="pre-trained on COCO and Visual Genome captions and VQA; 36 Faster R-CNN regions of 2048; "
-                            "the Hub has only pytorch_model.bin for it: run with weights.allow_pickle=true"),
+                            "the Hub has only pytorch_model.bin for it: run with weights.allow_pickle=true",
+                weights_format="pickle"),
     ),
     default="base",
     paper="LXMERT: Learning Cross-Modality Encoder Representations from Transformers",
