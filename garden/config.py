@@ -100,6 +100,13 @@ class IPUConfig:
     embedding_serialization_factor: int = 1
     recompute_checkpoint_every_layer: bool = False
     executable_cache_dir: str = ""
+    enable_half_partials: bool = True
+    optimizer_state_offchip: bool = False
+    replicated_tensor_sharding: bool = False
+    auto_loss_scaling: bool = False
+    #: garden's own: the fp16 loss scaling factor handed to poptorch's optimizer (optimum's
+    #: IPUTrainingArguments.loss_scaling); unset: poptorch's default, 1
+    loss_scaling: Optional[float] = None
     config_file: Optional[str] = None
     cost: str = "flops"
     memory_budget: Optional[str] = None

@@ -20,16 +20,25 @@ from equivalence import SGD_STEPS, assert_same_steps, mutation_env, read_run, st
 FAKE = ROOT / "tests" / "fake_poptorch"
 ONE_STEP = ("model=vit", "task=classify", "preset=smoke", "weights=random", "trainer.max_steps=1", *SGD_STEPS,
             "trainer.lr=0.1", "trainer.eval=false", "data.batch_size=8")
-ON_IPUS = ("backend=ipu", "ipu.layers_per_ipu=[-1,-1]", "ipu.gradient_accumulation_steps=2")
+#: 2 IPUs pipeline training over 3 stages (2 forward, 1 backward): poptorch needs >= 3 micro-batches
+ON_IPUS = ("backend=ipu", "ipu.layers_per_ipu=[-1,-1]", "ipu.gradient_accumulation_steps=4")
 INFER = ("model=vit", "task=classify", "mode=infer", "model.variant=tiny", "weights=random",
          "data.limit=16", "data.eval_limit=16", "infer.precision=fp32")
 
 
-def with_fake(log: Path, env: dict | None = None) -> dict:
-    """``env`` with the double on its PYTHONPATH, logging to ``log``."""
+def installed_torch() -> str:
+    from importlib.metadata import version
+
+    return version("torch")
+
+
+def with_fake(log: Path, env: dict | None = None, *, torch: str | None = None, ipus: int = 0) -> dict:
+    """``env`` with the stand-in on its PYTHONPATH, logging to ``log``, built for ``torch`` (the
+    installed one unless given) on a machine with ``ipus`` IPUs."""
     env = env or {}
     path = env.get("PYTHONPATH", os.environ.get("PYTHONPATH", ""))
-    return {**env, "PYTHONPATH": os.pathsep.join([str(FAKE), path]), "FAKE_POPTORCH_LOG": str(log)}
+    return {**env, "PYTHONPATH": os.pathsep.join([str(FAKE), path]), "FAKE_POPTORCH_LOG": str(log),
+            "FAKE_POPTORCH_TORCH": torch or installed_torch(), "FAKE_POPTORCH_IPUS": str(ipus)}
 
 
 #: the bug: garden asks poptorch to sum the micro-batches' gradients instead of averaging them
@@ -87,9 +96,15 @@ def runs(tmp_path_factory):
         "summed": start(base / "summed", *ONE_STEP, *ON_IPUS,
                         env=with_fake(base / "summed.json", mutation_env(base / "site", SUMMED))),
         "infer_auto_fake": start(base / "infer_fake", *INFER, "backend=auto", "ipu.layers_per_ipu=[1,1,1,1]",
-                                 env=with_fake(base / "infer.json")),
+                                 env=with_fake(base / "infer.json", ipus=4)),
         "infer_auto_plain": start(base / "infer_plain", *INFER, "backend=auto"),
+        "infer_auto_no_ipus": start(base / "infer_no_ipus", *INFER, "backend=auto",
+                                    env=with_fake(base / "no_ipus.json", ipus=0)),
         "missing": start(base / "missing", *ONE_STEP, "backend=ipu"),
+        "other_torch": start(base / "other_torch", *ONE_STEP, "backend=ipu",
+                             env=with_fake(base / "other.json", torch="2.0.1")),
+        "shallow": start(base / "shallow", *ONE_STEP, "backend=ipu", "ipu.layers_per_ipu=[-1,-1]",
+                         "ipu.gradient_accumulation_steps=2", env=with_fake(base / "shallow.json")),
     }
     results = {name: finish(proc) for name, proc in procs.items()}
     return base, results
@@ -107,11 +122,28 @@ def test_backend_ipu_without_poptorch_exits_2_saying_how_to_get_it(runs):
     assert "Poplar SDK" in line and "backend=local" in line
 
 
-def test_backend_auto_runs_locally_without_poptorch_and_on_ipus_with_it(runs):
+def test_poptorch_built_for_another_torch_is_one_line_and_exit_2(runs):
+    """poptorch asserts its torch at import; garden says so in one line instead of a traceback."""
+    code, output = runs[1]["other_torch"]
+    assert code == 2, output
+    [line] = [ln for ln in output.splitlines() if "poptorch" in ln]
+    assert "torch==2.0.1" in line and "constraints-sdk.txt" in line and "Traceback" not in output
+
+
+def test_too_few_accumulation_steps_for_the_pipeline_is_one_line_and_exit_2(runs):
+    """2 IPUs train over 3 pipeline stages; 2 micro-batches cannot fill them (poptorch's rule)."""
+    code, output = runs[1]["shallow"]
+    assert code == 2, output
+    [line] = [ln for ln in output.splitlines() if "gradient_accumulation_steps" in ln]
+    assert "3 pipeline stages" in line and "ipu.gradient_accumulation_steps=3" in line
+
+
+def test_backend_auto_picks_ipus_only_when_poptorch_imports_and_ipus_are_there(runs):
     base, results = runs
-    for name in ("infer_auto_plain", "infer_auto_fake"):
+    for name in ("infer_auto_plain", "infer_auto_fake", "infer_auto_no_ipus"):
         assert results[name][0] == 0, results[name][1]
     assert json.loads((run_folder(base / "infer_plain") / "metrics.json").read_text())["backend"] == "local"
+    assert json.loads((run_folder(base / "infer_no_ipus") / "metrics.json").read_text())["backend"] == "local"
     assert json.loads((run_folder(base / "infer_fake") / "metrics.json").read_text())["backend"] == "ipu"
 
 
@@ -121,7 +153,7 @@ def test_a_training_step_on_the_ipu_double_equals_the_local_one(runs):
         assert results[name][0] == 0, results[name][1]
     ipu = read_run(run_folder(base / "ipu"))
     assert ipu.metrics["backend"] == "ipu" and ipu.metrics["steps"] == 1
-    assert ipu.metrics["batch"]["gradient_accumulation_steps"] == 2
+    assert ipu.metrics["batch"]["gradient_accumulation_steps"] == 4
     assert_same_steps(read_run(run_folder(base / "initial")), read_run(run_folder(base / "local")), ipu)
 
 
@@ -155,7 +187,7 @@ def test_training_places_blocks_by_the_plan_and_sets_optimums_options(runs):
     options = train["options"]
     assert calls(log, "Options.deviceIterations", options)[0]["args"] == [1]
     assert calls(log, "Options.replicationFactor", options)[0]["args"] == [1]
-    assert calls(log, "Options.Training.gradientAccumulation", options)[0]["args"] == [2]
+    assert calls(log, "Options.Training.gradientAccumulation", options)[0]["args"] == [4]
     assert calls(log, "Options.setAvailableMemoryProportion", options)[0]["args"] == [{"IPU0": 0.1, "IPU1": 0.3}]
     assert calls(log, "Options.setExecutionStrategy", options)[0]["args"] == [
         {"strategy": "PipelinedExecution", "args": ["AutoStage.AutoIncrement"]}]
@@ -193,6 +225,7 @@ def test_inference_uses_an_inference_model_sharded_by_the_inference_plan(runs):
 def poptorch(monkeypatch):
     """The double, imported in this process and forgotten afterwards (so backend=auto stays local)."""
     monkeypatch.syspath_prepend(str(FAKE))
+    monkeypatch.setenv("FAKE_POPTORCH_TORCH", installed_torch())
     module = importlib.import_module("poptorch")
     yield module
     for name in [n for n in sys.modules if n == "poptorch" or n.startswith("poptorch.")]:
@@ -272,13 +305,14 @@ def test_half_partials_follow_enable_half_partials(poptorch):
     assert "Precision.setPartialsType" not in options_of(poptorch, IPUConfig(enable_half_partials=False), training=True)
 
 
-def test_proportions_that_do_not_match_the_inference_ipus_name_the_key(poptorch):
-    from garden.errors import ConfigError
+def test_training_proportions_for_other_ipus_fall_back_to_0_2_for_inference(poptorch):
+    """optimum's IPUConfig: a matmul_proportion list of another length than the inference IPUs
+    gives inference its default, 0.2, on every IPU."""
     from garden.partition.ipu_config import IPUConfig
 
-    config = IPUConfig(layers_per_ipu=[2, 2], matmul_proportion=[0.1, 0.2], inference_layers_per_ipu=[1, 1, 2])
-    with pytest.raises(ConfigError, match=r"ipu.matmul_proportion=\[0.1, 0.2\] has 2 entries .* 3 IPUs"):
-        options_of(poptorch, config, training=False)
+    config = IPUConfig(layers_per_ipu=[2, 2], matmul_proportion=[0.1, 0.3], inference_layers_per_ipu=[1, 1, 2])
+    got = options_of(poptorch, config, training=False)
+    assert got["setAvailableMemoryProportion"] == [{"IPU0": 0.2, "IPU1": 0.2, "IPU2": 0.2}]
 
 
 def test_the_device_takes_the_trainers_optimizer_and_clipping(poptorch):
@@ -342,6 +376,7 @@ def test_the_doubles_training_model_averages_its_micro_batches_and_steps_like_to
     opts.Training.gradientAccumulation(2)
     model = poptorch.trainingModel(with_loss(net, poptorch), opts, poptorch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9))
     model(x, y)
+    model.copyWeightsToHost()  # the device's weights; the host's are stale until copied
     reference = torch.optim.SGD(twin.parameters(), lr=0.1, momentum=0.9)
     for half in (slice(0, 4), slice(4, 8)):
         torch.nn.functional.mse_loss(twin(x[half]), y[half]).backward()  # mean over the 4 = mean of 2 halves
@@ -366,6 +401,8 @@ def test_the_doubles_max_grad_norm_clips_the_averaged_gradient(poptorch):
     opts = poptorch.Options()
     opts.Training.gradientAccumulation(2)
     optimizer = poptorch.optim.SGD(net.parameters(), lr=0.1, max_grad_norm=float(norm / 2))
-    poptorch.trainingModel(with_loss(net, poptorch), opts, optimizer)(x, y)
+    model = poptorch.trainingModel(with_loss(net, poptorch), opts, optimizer)
+    model(x, y)
+    model.copyWeightsToHost()
     for a, b in zip(net.parameters(), twin.parameters()):
         torch.testing.assert_close(a, b, **CLOSE)

@@ -10,12 +10,11 @@ the loops drive is :class:`garden.backends.base.Backend`, the same for all three
 
 from __future__ import annotations
 
-import importlib.util
 import os
 from typing import Any
 
 from garden.backends.base import Backend
-from garden.backends.ipu import IPUBackend
+from garden.backends.ipu import IPUBackend, ipus_available
 from garden.backends.local import LocalBackend
 from garden.backends.pipeline import PipelineBackend
 from garden.errors import BackendError
@@ -23,14 +22,10 @@ from garden.errors import BackendError
 __all__ = ["Backend", "select_backend"]
 
 
-def poptorch_available() -> bool:
-    return importlib.util.find_spec("poptorch") is not None
-
-
 def select_backend(cfg: Any, prepared: Any) -> Backend:
     name = cfg.backend
     if name == "auto":
-        name = "ipu" if poptorch_available() else "local"
+        name = "ipu" if ipus_available() else "local"
     if name == "local":
         return LocalBackend(prepared)
     if name == "pipeline":

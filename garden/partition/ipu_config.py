@@ -8,8 +8,9 @@ and what :func:`write_ipu_config` writes loads with ``IPUConfig.from_pretrained(
     >>> training_layout(cfg), inference_layout(cfg)
     (([0, 4, 4, 4], 4), ([0, 4, 4, 4], 4))
 
-Fields garden does not use (``optimizer_state_offchip``, ``optimum_version``, ...) are kept in
-``extra`` and written back unchanged, so a read-modify-write loses nothing.
+Fields garden does not use (:data:`IGNORED_FIELDS`, ``optimum_version``, ...) are kept in
+``extra`` and written back unchanged, so a read-modify-write loses nothing; :func:`ignored_fields`
+names those a config sets, for the one warning per field a run prints.
 """
 
 from __future__ import annotations
@@ -54,6 +55,9 @@ class IPUConfig:
     executable_cache_dir: str = ""
     output_mode: str = "final"
     seed: int | None = None
+    optimizer_state_offchip: bool = False
+    replicated_tensor_sharding: bool = False
+    auto_loss_scaling: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -64,6 +68,39 @@ class IPUConfig:
         """The JSON object optimum reads: every field by its optimum name, plus ``extra``."""
         known = {name: getattr(self, name) for name in _FIELD_NAMES}
         return {**self.extra, **known}
+
+
+#: optimum-graphcore ``IPUConfig`` fields that backend=ipu does not apply, and why (docs/ipu.md
+#: lists these with the applied ones). A run warns once about each one its config sets.
+IGNORED_FIELDS = {
+    "inference_embedding_serialization_factor": "one model serves training and inference, serialised by "
+                                                "embedding_serialization_factor",
+    "serialized_embedding_splits_per_ipu": "garden places the word embedding with its block; use "
+                                           "embedding_serialization_factor",
+    "inference_serialized_embedding_splits_per_ipu": "as serialized_embedding_splits_per_ipu",
+    "projection_serialization_factor": "optimum's SplitProjection/SerializedLinear for untied heads is not "
+                                       "implemented; a tied LM head follows embedding_serialization_factor",
+    "inference_projection_serialization_factor": "as projection_serialization_factor",
+    "serialized_projection_splits_per_ipu": "as projection_serialization_factor",
+    "inference_serialized_projection_splits_per_ipu": "as projection_serialization_factor",
+    "explicit_ir_inference": "an experimental PopART option (opts._Popart) garden does not set",
+    "parallelize_kwargs": "keyword arguments of optimum's per-model parallelize(); garden places blocks "
+                          "from its own stage plan",
+    "inference_parallelize_kwargs": "as parallelize_kwargs",
+    "execute_encoder_on_cpu_for_generation": "optimum itself raises NotImplementedError for it",
+    "sharded_execution_for_inference": "deprecated in optimum: inference always runs sharded",
+    "enable_half_first_order_momentum": "deprecated in optimum",
+}
+
+#: what an ignored field holds when it asks for nothing (no warning then)
+_NOTHING = (None, False, 0, 1, {}, [])
+
+
+def ignored_fields(cfg: IPUConfig) -> dict[str, str]:
+    """The :data:`IGNORED_FIELDS` ``cfg`` sets to something, with why each is ignored."""
+    return {name: why for name, why in IGNORED_FIELDS.items()
+            if name in cfg.extra and not any(cfg.extra[name] == nothing and type(cfg.extra[name]) is type(nothing)
+                                             for nothing in _NOTHING)}
 
 
 def training_layout(cfg: IPUConfig) -> tuple[list[int], int]:
@@ -223,5 +260,8 @@ _FIELD_TYPES: dict[str, tuple[str, Callable[[Any], bool]]] = {
     "executable_cache_dir": _of_type(str),
     "output_mode": (f"one of {OUTPUT_MODES}", lambda v: v in OUTPUT_MODES),
     "seed": _optional(("an integer", _is_int)),
+    "optimizer_state_offchip": _of_type(bool),
+    "replicated_tensor_sharding": _of_type(bool),
+    "auto_loss_scaling": _of_type(bool),
 }
 _FIELD_NAMES = tuple(f.name for f in fields(IPUConfig) if f.name != "extra")

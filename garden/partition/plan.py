@@ -20,7 +20,7 @@ from garden.partition.planner import Plan, plan_stages, uniform_layers
 from garden.partition.profile import BlockProfile, block_costs, parameter_profiles, parse_bytes, profile_blocks
 
 #: keys of garden's ``ipu`` group that are garden's own, not Optimum Graphcore's
-GARDEN_ONLY = ("config_file", "cost", "memory_budget", "micro_batches", "schedule")
+GARDEN_ONLY = ("config_file", "cost", "memory_budget", "micro_batches", "schedule", "loss_scaling")
 
 
 def optimum_ipu_config(ipu: Any, model: str | None = None) -> IPUConfig:
