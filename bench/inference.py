@@ -1,7 +1,7 @@
 """Inference throughput: garden's ``mode=infer`` loop against a hand-written loop and ``pipeline()``.
 
-    python bench/inference.py            # ViT tiny/base, BERT tiny/base; ~4 minutes on 2 cores
-    python bench/inference.py --quick    # tiny models, one round: a smoke run
+    python bench/inference.py            # ViT tiny/base, BERT tiny/base; at most --budget 15 minutes
+    python bench/inference.py --quick    # tiny models, one round: a smoke run (saves nothing)
     python bench/inference.py --models vit:base --repeats 5
 
 What is timed, per model (all in this one process, on the same model object and the same inputs):
@@ -12,18 +12,20 @@ What is timed, per model (all in this one process, on the same model object and 
   ``inference_mode`` + autocast), turns outputs into predictions with ``task.predict`` and
   writes predictions.jsonl / metrics.json. Its own console output goes to /dev/null.
 * ``hand``: the loop a user would write over the *same pre-collated batches*:
-  ``with torch.inference_mode(), torch.autocast("cpu", torch.bfloat16): model(**inputs).logits.argmax(-1)``.
+  ``with torch.inference_mode(): model(**inputs).logits.argmax(-1)`` (bf16: inside one autocast).
 * ``pipeline()``: transformers' pipeline as users call it (fp32, its own preprocessing of the
   raw images / texts each call), with the same batch size.
 
-The three alternate within each round (A B C, B C A, ...), and medians of the rounds are
-compared, so load from other users of the machine falls on all of them. Inputs are preprocessed
-once before timing for garden and the hand loop (garden's datasets cache them after the first
-pass); pipeline() preprocesses every call, as it does for users.
+The loops alternate within each round (A B C, B C A, ...), and medians of the rounds are
+compared, so load from other users of the machine falls on all of them. bf16 loops run only
+where the CPU has a bf16 path (AMX or AVX512-BF16; ``--bf16 always`` overrides): elsewhere bf16
+autocast is several times slower than fp32 (ViT-base 0.13x on an AVX2-only EPYC) and garden's
+``infer.precision=auto`` does not pick it. No new round or model starts after ``--budget``
+minutes.
 
 Goals: garden >= 0.97x the hand loop at the same precision; garden at its default precision
-(bf16 where the CPU has AMX/AVX512-BF16, see trainer.resolve_precision) >= 2x pipeline() (fp32);
-bf16 predictions (top-1) agree with fp32 on >= 99% of the eval inputs.
+against pipeline() (fp32), reported beside garden fp32 against pipeline() fp32; bf16 predictions
+(top-1) agree with fp32 on >= 99% of the eval inputs.
 """
 
 from __future__ import annotations
@@ -34,10 +36,12 @@ import json
 import os
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import header, interleave, load, median, silenced, spread, table, verdict  # noqa: E402
+from common import (add_save_options, bf16_path, cpu_flags, header, interleave, load, machine_record,  # noqa: E402
+                    median, save, silenced, spread, table, verdict)
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
@@ -122,118 +126,153 @@ def pipeline_runner(kind: str, model, preprocessor, raw: list, batch: int):
     return run
 
 
-def bench_one(name: str, n_eval: int, batch: int, repeats: int, threads: int) -> dict:
+def bench_one(name: str, n_eval: int, batch: int, repeats: int, threads: int, bf16: bool,
+              deadline: float) -> dict:
+    """Time garden, the hand loop and pipeline() on ``name``, interleaved, until ``repeats`` rounds
+    or ``deadline`` (at least one round after the warm-up)."""
     import torch
 
     model_name, variant = name.split(":")
     torch.set_num_threads(threads)
     cfg, prepared, backend = prepare_run(model_name, variant, n_eval, batch, "auto")
     from garden.runs.data import loader
-    from garden.runs.loops import resolve_precision
+    from garden.runs.loops import BF16_MIN_PARAMS, resolve_precision
 
-    default = resolve_precision("auto", allow_bf16=prepared.task.bf16_inference)
     data, task = prepared.data, prepared.task
     model = backend.model.eval()
+    params = sum(p.numel() for p in model.parameters())
+    default = resolve_precision("auto", allow_bf16=task.bf16_inference and params >= BF16_MIN_PARAMS)
     batches = [{k: v for k, v in b.items() if k in task.model_inputs or k == "pixel_values"}
                if hasattr(task, "model_inputs") else {"pixel_values": b["pixel_values"]}
                for b in loader(data.eval, data.collate, batch, shuffle=False, seed=cfg.seed)]
     kind = "vision" if "pixel_values" in batches[0] else "text"
     if kind == "vision":
         raw = [image for image, _ in data.eval.items]
-        shape = "x".join(str(s) for s in batches[0]["pixel_values"].shape[1:])
-        size = f"{shape} pixels"
+        size = "x".join(str(s) for s in batches[0]["pixel_values"].shape[1:]) + " pixels"
     else:
         raw = [e["text"] for e in data.eval]
         lengths = [b["input_ids"].shape[1] for b in batches]
         size = f"padded to longest in batch: {min(lengths)}-{max(lengths)} tokens (mean {sum(lengths) / len(lengths):.0f})"
     n = sum(len(next(iter(b.values()))) for b in batches)
-    params = sum(p.numel() for p in model.parameters())
 
     with tempfile.TemporaryDirectory() as tmp:
         outs = {p: Path(tmp) / p for p in ("bf16", "fp32")}
         for folder in outs.values():
             folder.mkdir()
         fns = {
-            "garden bf16": lambda: garden_infer(prepared, backend, outs["bf16"], "bf16"),
-            "hand bf16": hand_loop(model, batches, data.labels, torch.bfloat16),
-            "hand bf16, autocast per batch": hand_loop(model, batches, data.labels, torch.bfloat16, per_batch=True),
             "garden fp32": lambda: garden_infer(prepared, backend, outs["fp32"], "fp32"),
             "hand fp32": hand_loop(model, batches, data.labels, None),
             "pipeline() fp32": pipeline_runner(kind, model, prepared.preprocessor, raw, batch),
         }
+        if bf16:
+            fns.update({
+                "garden bf16": lambda: garden_infer(prepared, backend, outs["bf16"], "bf16"),
+                "hand bf16": hand_loop(model, batches, data.labels, torch.bfloat16),
+            })
         for fn in fns.values():  # warm-up: caches, oneDNN kernels, autocast weight casts
             fn()
-        times = interleave(fns, repeats)
-        bf16, fp32 = predicted_labels(outs["bf16"]), predicted_labels(outs["fp32"])
-    agree = sum(a == b for a, b in zip(bf16, fp32)) / len(fp32)
-    rate = {k: n / median(v) for k, v in times.items()}
-    garden_default = rate[f"garden {default}"]
-    return {
-        "name": name, "params": params, "n": n, "batch": batch, "size": size, "default": default,
-        "times": times, "rate": rate, "agree": agree, "n_agree": len(fp32),
-        "best": {k: n / min(v) for k, v in times.items()},
-        "vs_hand_bf16": rate["garden bf16"] / rate["hand bf16"],
-        "vs_hand_fp32": rate["garden fp32"] / rate["hand fp32"],
-        "vs_pipeline": garden_default / rate["pipeline() fp32"],
-        "bf16_gain": rate["garden bf16"] / rate["garden fp32"],
-    }
+        times: dict[str, list[float]] = {k: [] for k in fns}
+        for r in range(repeats):
+            if r and time.monotonic() > deadline:
+                break
+            for k, v in interleave(fns, 1, start=r).items():
+                times[k] += v
+        agree = None
+        if bf16:
+            bf16_labels, fp32_labels = predicted_labels(outs["bf16"]), predicted_labels(outs["fp32"])
+            agree = sum(a == b for a, b in zip(bf16_labels, fp32_labels)) / len(fp32_labels)
+    return {"name": name, "params": params, "n": n, "batch": batch, "size": size, "default": default,
+            "times": times, "bf16_agreement": agree}
+
+
+def report(record: dict) -> str:
+    """The speed ratios of a saved run, as markdown: each loop against the same precision first."""
+    rows, hand, same, notes = [], [], [], list(record.get("notes", []))
+    for r in record["models"]:
+        rate = {k: r["n"] / median(v) for k, v in r["times"].items()}
+        bf16 = "garden bf16" in rate
+        default = r["default"] if f"garden {r['default']}" in rate else "fp32"
+        hand.append(rate["garden fp32"] / rate["hand fp32"])
+        same.append(rate["garden fp32"] / rate["pipeline() fp32"])
+        rows.append([r["name"], f"{r['params'] / 1e6:.1f}M", str(r["batch"]), str(len(r["times"]["garden fp32"])),
+                     r["default"], f"{rate['garden ' + default]:.1f}",
+                     f"{rate['garden fp32'] / rate['hand fp32']:.3f}",
+                     f"{rate['garden fp32'] / rate['pipeline() fp32']:.2f}",
+                     f"{rate['garden bf16'] / rate['pipeline() fp32']:.2f}" if bf16 else "not run",
+                     f"{rate['garden bf16'] / rate['garden fp32']:.2f}" if bf16 else "not run",
+                     f"{r['bf16_agreement']:.1%}" if bf16 else "not run"])
+    lines = ["Inputs per second from the median of the interleaved rounds; random-init weights of the "
+             "registry's configs, the held-out split of each model's default data.", "",
+             table(rows, ["model", "params", "batch", "rounds", "garden auto picks", "garden auto inputs/s",
+                          "garden ÷ hand loop (fp32)", "garden fp32 ÷ pipeline() fp32",
+                          "garden bf16 ÷ pipeline() fp32", "bf16 ÷ fp32", "bf16 = fp32 top-1"]), ""]
+    if hand:
+        lines.append(f"* garden ≥ 0.97× the hand loop at the same precision (worst {min(hand):.3f}): "
+                     f"{verdict(min(hand) >= 0.97)}.")
+        lines.append(f"* garden fp32 ÷ pipeline() fp32, the same-precision ratio: {min(same):.2f}–{max(same):.2f}. "
+                     "A ratio above 1 here comes from garden's loop, not from its precision.")
+    lines += [f"* {note}" for note in notes]
+    return "\n".join(lines)
 
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--quick", action="store_true", help="tiny models, small inputs, one round")
+    p.add_argument("--quick", action="store_true", help="tiny models, small inputs, one round (saves nothing)")
     p.add_argument("--models", default=None, help="comma list of name:variant (default: vit and bert, tiny and base)")
     p.add_argument("--repeats", type=int, default=None, help="interleaved rounds (default 3, quick 1)")
     p.add_argument("--threads", type=int, default=os.cpu_count(), help="torch threads (default: all cores)")
+    p.add_argument("--budget", type=float, default=15, help="minutes: no new round or model starts after it (default 15)")
+    p.add_argument("--bf16", choices=("auto", "always", "never"), default="auto",
+                   help="bf16 loops: auto runs them only where the CPU has a bf16 path (AMX/AVX512-BF16)")
+    add_save_options(p)
     args = p.parse_args()
     repeats = args.repeats or (1 if args.quick else 3)
     wanted = args.models.split(",") if args.models else (["vit:tiny", "bert:tiny"] if args.quick else list(SIZES))
+    deadline = time.monotonic() + args.budget * 60
 
     import torch
     import transformers  # noqa: F401  (for the machine line)
 
     torch.set_num_threads(args.threads)
     header("garden inference throughput vs a hand-written loop and pipeline()", threads=args.threads)
+    record = {"script": "inference", "command": "python bench/" + " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]),
+              "machine": machine_record(threads=args.threads),
+              "settings": {"repeats": repeats, "budget_minutes": args.budget, "bf16": args.bf16},
+              "models": [], "notes": []}
+
+    def note(text: str) -> None:
+        record["notes"].append(text)
+        print(f"note: {text}", flush=True)
+
+    bf16 = args.bf16 == "always" or (args.bf16 == "auto" and bf16_path(cpu_flags()))
+    if not bf16:
+        note("bf16 loops skipped: this CPU has no bf16 path (no AMX or AVX512-BF16), so garden's "
+             "infer.precision=auto runs fp32 here and bf16 autocast would run several times slower "
+             "(`--bf16 always` runs them anyway)")
     have = installed()
-    results, skipped = [], []
     for name in wanted:
         if name.split(":")[0] not in have:
-            skipped.append(f"{name}: plugin not installed (python -m garden list)")
+            note(f"{name} skipped: plugin not installed (python -m garden list)")
+            continue
+        if record["models"] and time.monotonic() > deadline:
+            note(f"{name} skipped: the {args.budget:g}-minute budget was spent (--budget)")
             continue
         n_eval, batch = SIZES.get(name, (64, 16))
         if args.quick:
             n_eval = min(n_eval, 2 * batch)
-        print(f"\n## {name}: {n_eval} eval inputs, batch {batch}, {repeats} rounds (load {load()})", flush=True)
-        r = bench_one(name, n_eval, batch, repeats, args.threads)
-        results.append(r)
-        print(f"params {r['params'] / 1e6:.1f}M · input {r['size']} · garden default precision: {r['default']}")
-        rows = [[k, spread(v), f"{r['n'] / median(v):.1f}"] for k, v in r["times"].items()]
-        print(table(rows, ["loop", f"time for {r['n']} inputs", "inputs/s"]))
-        print(f"garden ÷ hand: bf16 {r['vs_hand_bf16']:.3f}, fp32 {r['vs_hand_fp32']:.3f} · "
-              f"garden ({r['default']}) ÷ pipeline() fp32: {r['vs_pipeline']:.2f} · "
-              f"bf16 ÷ fp32 (garden): {r['bf16_gain']:.2f} · top-1 agreement bf16 vs fp32: "
-              f"{r['agree']:.1%} of {r['n_agree']}", flush=True)
-        b = r["best"]
-        print(f"same ratios from each loop's fastest round (least disturbed by other load): garden ÷ hand: "
-              f"bf16 {b['garden bf16'] / b['hand bf16']:.3f}, fp32 {b['garden fp32'] / b['hand fp32']:.3f} · "
-              f"garden ({r['default']}) ÷ pipeline(): {b['garden ' + r['default']] / b['pipeline() fp32']:.2f}", flush=True)
-
-    print("\n## summary (random-init weights of the registry's configs; threads "
-          f"{args.threads}; load avg at end {load()})")
-    rows = [[r["name"], f"{r['params'] / 1e6:.1f}M", str(r["batch"]), f"{r['rate'][f'garden ' + r['default']]:.1f}",
-             f"{r['vs_hand_bf16']:.3f}", f"{r['vs_hand_fp32']:.3f}", f"{r['vs_pipeline']:.2f}",
-             f"{r['bf16_gain']:.2f}", f"{r['agree']:.1%}"] for r in results]
-    print(table(rows, ["model", "params", "batch", "garden inputs/s", "÷ hand bf16", "÷ hand fp32",
-                       "÷ pipeline() fp32", "bf16 gain", "bf16=fp32 top-1"]))
-    for s in skipped:
-        print(f"skipped {s}")
-    if results:
-        hand = min(min(r["vs_hand_bf16"], r["vs_hand_fp32"]) for r in results)
-        pipe = min(r["vs_pipeline"] for r in results)
-        agree = min(r["agree"] for r in results)
-        print(f"\ngoals: garden >= 0.97x hand loop (worst {hand:.3f}): {verdict(hand >= 0.97)} · "
-              f">= 2x pipeline() (worst {pipe:.2f}): {verdict(pipe >= 2)} · "
-              f"bf16 agrees with fp32 on >= 99% (worst {agree:.1%}): {verdict(agree >= 0.99)}")
+        print(f"\n## {name}: {n_eval} eval inputs, batch {batch}, up to {repeats} rounds (load {load()})", flush=True)
+        r = bench_one(name, n_eval, batch, repeats, args.threads, bf16, deadline)
+        done = len(r["times"]["garden fp32"])
+        if done < repeats:
+            note(f"{name}: {done} of {repeats} rounds, the budget was spent")
+        record["models"].append(r)
+        print(f"params {r['params'] / 1e6:.1f}M · input {r['size']} · garden auto picks: {r['default']}")
+        print(table([[k, spread(v), f"{r['n'] / median(v):.1f}"] for k, v in r["times"].items()],
+                    ["loop", f"time for {r['n']} inputs", "inputs/s"]), flush=True)
+    save("inference", record, args)
+    print()
+    print(report(record))
+    print(f"\nload avg at end: {load()}")
     return 0
 
 

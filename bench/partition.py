@@ -1,7 +1,7 @@
 """Stage balance of garden's planner against the count-uniform split and Graphcore's layouts.
 
     python bench/partition.py            # every registered model, default variant, 2/4/8/16 stages
-    python bench/partition.py --quick    # the smallest variant of each model: a smoke run
+    python bench/partition.py --quick    # the smallest variant of each model: a smoke run (saves nothing)
     python bench/partition.py --models vit,bert --stages 4
 
 For each model the default variant is built once with random weights, and garden's own
@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import header, load, silenced, table, verdict  # noqa: E402
+from common import add_save_options, header, load, machine_record, save, silenced, table, verdict  # noqa: E402
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
@@ -99,11 +99,44 @@ def optimum(costs, n: int, name: str) -> float:
     return best[n_layers] / ideal if ideal else 1.0
 
 
+def report(record: dict) -> str:
+    """The planner's table and verdicts of a saved run, as markdown."""
+    rows, over, compared, beaten = [], [], 0, []
+    for m in record["models"]:
+        if "error" in m:
+            rows.append([m["name"], m["variant"], "error", "-", "-", "-", "-", "-", "-", "NO"])
+            over.append(f"{m['name']} (not profiled)")
+            continue
+        for s in m["stages"]:
+            published = s["published"]
+            if isinstance(published, float):
+                compared += 1
+                if s["planner"] > published + 1e-9:
+                    beaten.append(f"{m['name']}@{s['n']}: {s['planner']:.3f} vs {published:.3f}")
+            ok = s["planner"] <= TARGET or s["planner"] <= s["optimum"] * 1.0001
+            if not ok:
+                over.append(f"{m['name']}@{s['n']}={s['planner']:.3f}")
+            rows.append([m["name"], m["variant"], m["cost"].split(" ")[0], str(s["n"]), f"{s['planner']:.3f}",
+                         f"{s['uniform']:.3f}", f"{published:.3f}" if isinstance(published, float) else published,
+                         f"{s['optimum']:.3f}", ",".join(map(str, s["layers_per_ipu"])), "yes" if ok else "NO"])
+    lines = ["Bottleneck ÷ ideal (the costliest stage over total ÷ stages; 1.000 is perfect balance) on the "
+             "FLOPs cost model, one sample of each model's first task, default variants.", "",
+             table(rows, ["model", "variant", "cost", "stages", "planner", "uniform", "published", "optimum",
+                          "planner layers_per_ipu", f"<={TARGET} or optimal"]), "",
+             f"* Planner ≤ {TARGET} of ideal, or equal to the optimum where {TARGET} is unreachable: "
+             f"{verdict(not over)}" + (f" (over: {', '.join(over)})" if over else "") + ".",
+             f"* Planner never worse than Graphcore's published layout ({compared} compared): {verdict(not beaten)}"
+             + (f" ({'; '.join(beaten)})" if beaten else "") + "."]
+    lines += [f"* {note}" for note in record["notes"]]
+    return "\n".join(lines)
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--quick", action="store_true", help="smallest variants (fast), same table")
+    p.add_argument("--quick", action="store_true", help="smallest variants (fast), same table; saves nothing")
     p.add_argument("--models", default=None, help="comma list (default: every registered model)")
     p.add_argument("--stages", default=",".join(map(str, STAGES)), help="comma list of stage counts")
+    add_save_options(p)
     args = p.parse_args()
     stages = [int(s) for s in args.stages.split(",")]
 
@@ -115,54 +148,42 @@ def main() -> int:
 
     torch.set_num_threads(os.cpu_count() or 1)
     header("pipeline-stage balance: planner vs count-uniform vs Graphcore's published layouts")
+    record = {"script": "partition", "command": "python bench/" + " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]),
+              "machine": machine_record(), "settings": {"stages": stages, "quick": args.quick},
+              "models": [], "notes": []}
     names = args.models.split(",") if args.models else [e.name for e in registry.list_models()]
-    rows, notes, worst, vs_published = [], [], 1.0, []
     for name in names:
         entry = registry.get(name)
         variant = "smallest" if args.quick else entry.default_variant.name
         try:
             entry, variant, task, costs, cost, seconds = model_costs(name, variant)
         except Exception as err:  # one broken model must not hide the others
-            notes.append(f"{name}: could not be profiled: {type(err).__name__}: {err}")
-            rows.append([name, variant, "error", "-", "-", "-", "-", "-", "-", "NO"])
+            record["models"].append({"name": name, "variant": variant, "error": f"{type(err).__name__}: {err}"})
+            record["notes"].append(f"{name}: could not be profiled: {type(err).__name__}: {err}")
             continue
         n_layers = sum(c.kind == "layer" for c in costs)
         print(f"{name} ({variant}, task {task}): {len(costs)} blocks, {n_layers} layers, cost={cost}, "
               f"{seconds:.1f} s to build and profile", flush=True)
+        model = {"name": name, "variant": variant, "task": task, "cost": cost, "blocks": len(costs),
+                 "layers": n_layers, "stages": []}
+        record["models"].append(model)
         for n in stages:
             if n_layers < n:
-                notes.append(f"{name}: {n_layers} layers, too few for {n} stages")
+                record["notes"].append(f"{name}: {n_layers} layers, too few for {n} stages")
                 continue
             planned = plan_stages(costs, [-1] * n, model=name)
             uniform = plan_stages(costs, uniform_layers(n_layers, n), model=name)
-            published = entry.layouts.get(n) if variant == entry.default_variant.name else None
-            pub_ratio = "-"
-            if published is not None:
-                if sum(published) == n_layers:
-                    pub = plan_stages(costs, list(published), model=name)
-                    pub_ratio = f"{pub.bottleneck_ratio:.3f}"
-                    vs_published.append((name, n, planned.bottleneck_ratio, pub.bottleneck_ratio))
-                else:
-                    pub_ratio = f"n/a (sums to {sum(published)})"
-            bound = optimum(costs, n, name)
-            ratio = planned.bottleneck_ratio
-            if cost == "flops":
-                worst = max(worst, ratio)
-            ok = ratio <= TARGET or ratio <= bound * 1.0001
-            rows.append([name, variant, cost.split(" ")[0], str(n), f"{ratio:.3f}", f"{uniform.bottleneck_ratio:.3f}",
-                         pub_ratio, f"{bound:.3f}", ",".join(map(str, planned.layers_per_ipu)),
-                         "yes" if ok else "NO"])
+            published_layout = entry.layouts.get(n) if variant == entry.default_variant.name else None
+            published: float | str = "-"
+            if published_layout is not None:
+                published = (plan_stages(costs, list(published_layout), model=name).bottleneck_ratio
+                             if sum(published_layout) == n_layers else f"n/a (sums to {sum(published_layout)})")
+            model["stages"].append({"n": n, "planner": planned.bottleneck_ratio, "uniform": uniform.bottleneck_ratio,
+                                    "published": published, "optimum": optimum(costs, n, name),
+                                    "layers_per_ipu": list(planned.layers_per_ipu)})
+    save("partition", record, args)
     print()
-    print(table(rows, ["model", "variant", "cost", "stages", "planner", "uniform", "published", "optimum",
-                       "planner layers_per_ipu", "<=1.10 or optimal"]))
-    for note in notes:
-        print(f"note: {note}")
-    over = [r for r in rows if r[-1] == "NO"]
-    print(f"\nplanner <= {TARGET} of ideal, or optimal where {TARGET} is unreachable: {verdict(not over)}"
-          + (f" (over: {', '.join(f'{r[0]}@{r[3]}={r[4]}' for r in over)})" if over else ""))
-    beaten = [v for v in vs_published if v[2] > v[3] + 1e-9]
-    print(f"planner never worse than the published layout ({len(vs_published)} compared): {verdict(not beaten)}"
-          + "".join(f"\n  {m} @ {n}: planner {a:.3f} vs published {b:.3f}" for m, n, a, b in beaten))
+    print(report(record))
     print("'optimum' = the least bottleneck ÷ ideal any placement reaches (an independent min-max DP); "
           f"where it is above {TARGET}, block granularity, not the planner, stands in the way. load avg at end {load()}")
     return 0

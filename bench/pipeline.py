@@ -1,7 +1,7 @@
 """Two-stage pipeline training throughput against one process, at one thread per process.
 
     python bench/pipeline.py            # ViT-base (random init, 224x224), batch 32, 8 micro-batches of 4
-    python bench/pipeline.py --quick    # ViT-tiny: a smoke run of the same machinery
+    python bench/pipeline.py --quick    # ViT-tiny: a smoke run of the same machinery (saves nothing)
     python bench/pipeline.py --image-size 112 --batch 16   # micro-batches too small to pay (see below)
 
 Both sides run garden's own training loop (:func:`garden.runs.loops.train`) on the same config:
@@ -40,7 +40,8 @@ import warnings
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import ROOT, header, load, median, table, verdict  # noqa: E402
+from common import (add_save_options, header, load, loadavg, machine_record, median, save, table,  # noqa: E402
+                    verdict)
 
 
 def worker(args: argparse.Namespace) -> None:
@@ -106,9 +107,38 @@ def rate(starts: list[float], warmup: int, batch: int) -> float:
     return batch * (len(timed) - 1) / (timed[-1] - timed[0])
 
 
+def report(record: dict) -> str:
+    """The two sides' rates, the ratio and its bounds of a saved run, as markdown."""
+    st = record["settings"]
+    rates = {side: [r["samples_per_second"] for r in record["rounds"] if r["side"] == side] for side in SIDES}
+    cpu = {side: [r["cpu_samples_per_second"] for r in record["rounds"] if r["side"] == side] for side in SIDES}
+    speedup = median(rates["2-stage pipeline"]) / median(rates["1 process"])
+    cpu_speedup = median(cpu["2-stage pipeline"]) / median(cpu["1 process"])
+    bubble = 2 / (1 + 1 / st["micro_batches"])
+    lines = [f"ViT-{st['variant']} (random init), {st['image_size']}×{st['image_size']} images, batch {st['batch']}, "
+             f"{st['micro_batches']} micro-batches (1F1B), fp32, AdamW, one thread per process; {st['steps']} timed "
+             f"steps after {st['warmup']} warm-up, {st['repeats']} rounds, sides alternating.", "",
+             table([[k, " ".join(f"{x:.2f}" for x in v), f"{median(v):.2f}", f"{median(v) / st['batch']:.3f}"]
+                    for k, v in rates.items()], ["side", "samples/s per round", "median samples/s", "steps/s"]),
+             "",
+             "Load average (1 min) before each round: "
+             + ", ".join(f"{r['side']} {r['load_before'][0]:.1f}" for r in record["rounds"] if r["load_before"]) + ".",
+             "",
+             f"* **Pipeline ÷ one process: {speedup:.2f}×** (target ≥ 1.6×): {verdict(speedup >= 1.6)}.",
+             f"* Planned `layers_per_ipu` {record['layout']} (FLOPs bottleneck ÷ ideal "
+             f"{record['bottleneck_ratio']:.3f}); the bubble of 2 stages × {st['micro_batches']} micro-batches "
+             f"allows {bubble:.2f}× at equal cost per sample.",
+             f"* CPU-time estimate for an idle machine (one process's CPU seconds per step ÷ the busiest rank's; "
+             f"leaves out the bubble, so an upper bound): {cpu_speedup:.2f}×."]
+    return "\n".join(lines)
+
+
+SIDES = ("1 process", "2-stage pipeline")
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--quick", action="store_true", help="ViT-tiny, few steps, one round: a smoke run")
+    p.add_argument("--quick", action="store_true", help="ViT-tiny, few steps, one round: a smoke run (saves nothing)")
     p.add_argument("--worker", help=argparse.SUPPRESS)
     p.add_argument("--variant", default=None, help="ViT variant (default base, quick tiny)")
     p.add_argument("--image-size", type=int, default=224, help="input size for base (default 224)")
@@ -117,6 +147,7 @@ def main() -> int:
     p.add_argument("--steps", type=int, default=4, help="timed steps per run")
     p.add_argument("--warmup", type=int, default=1)
     p.add_argument("--repeats", type=int, default=None, help="rounds (default 2, quick 1)")
+    add_save_options(p)
     args = p.parse_args()
     if args.worker:
         worker(args)
@@ -138,36 +169,27 @@ def main() -> int:
 
     header("2-stage pipeline vs one process, training, 1 thread per process", threads=1)
     size = args.image_size if variant != "tiny" else 32
-    print(f"model: ViT-{variant} (random init), {size}x{size} images, batch {args.batch}, "
-          f"{args.micro_batches} micro-batches, fp32, AdamW; {steps} timed steps after {args.warmup} warm-up; "
-          f"{repeats} rounds\n", flush=True)
-    rates: dict[str, list[float]] = {"1 process": [], "2-stage pipeline": []}
-    cpu_rates: dict[str, list[float]] = {"1 process": [], "2-stage pipeline": []}
-    loads, layout, plan_ratio = [], None, None
+    record = {"script": "pipeline", "command": "python bench/" + " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]),
+              "machine": machine_record(threads=1),
+              "settings": {"variant": variant, "image_size": size, "batch": args.batch,
+                           "micro_batches": args.micro_batches, "steps": steps, "warmup": args.warmup,
+                           "repeats": repeats},
+              "rounds": [], "layout": None, "bottleneck_ratio": None}
     for r in range(repeats):
         order = [("1 process", local, 1), ("2-stage pipeline", piped, 2)]
         for name, overrides, procs in (order if r % 2 == 0 else order[::-1]):
-            before = load()
+            before = loadavg()
             result = launch(overrides, procs)
-            rates[name].append(rate(result["starts"], args.warmup, args.batch))
-            cpu_rates[name].append(rate(result["busiest_cpu"], args.warmup, args.batch))
-            loads.append(before)
+            sps = rate(result["starts"], args.warmup, args.batch)
+            record["rounds"].append({"side": name, "round": r + 1, "samples_per_second": sps,
+                                     "cpu_samples_per_second": rate(result["busiest_cpu"], args.warmup, args.batch),
+                                     "load_before": before, "step_starts": result["starts"]})
             if result["layout"]:
-                layout, plan_ratio = result["layout"], result["bottleneck_ratio"]
-            print(f"round {r + 1} {name:17s} {rates[name][-1]:7.2f} samples/s "
-                  f"({rates[name][-1] / args.batch:.3f} steps/s; load avg before: {before})", flush=True)
-    speedup = median(rates["2-stage pipeline"]) / median(rates["1 process"])
-    bubble = 1 / (1 + 1 / args.micro_batches)
+                record["layout"], record["bottleneck_ratio"] = result["layout"], result["bottleneck_ratio"]
+            print(f"round {r + 1} {name:17s} {sps:7.2f} samples/s (load avg before: {before})", flush=True)
+    save("pipeline", record, args)
     print()
-    print(table([[k, " ".join(f"{x:.2f}" for x in v), f"{median(v):.2f}", f"{median(v) / args.batch:.3f}"]
-                 for k, v in rates.items()], ["side", "samples/s per round", "median samples/s", "steps/s"]))
-    print(f"\nplanned layers_per_ipu {layout} (FLOPs bottleneck ÷ ideal {plan_ratio:.3f}); "
-          f"bubble bound at equal cost per sample: {2 * bubble:.2f}x "
-          "(a smaller micro-batch can run faster per sample than the whole batch, as 4 vs 32 does here)")
-    cpu_speedup = median(cpu_rates["2-stage pipeline"]) / median(cpu_rates["1 process"])
-    print(f"CPU-time estimate for an idle machine: one process's CPU s/step ÷ the busiest rank's = {cpu_speedup:.2f}x "
-          "(leaves out the bubble's idle time, so an upper bound)")
-    print(f"pipeline ÷ one process: {speedup:.2f}x (target >= 1.6x): {verdict(speedup >= 1.6)}")
+    print(report(record))
     print(f"load avg at end: {load()}")
     return 0
 

@@ -1,7 +1,7 @@
 """Training throughput: garden's ``mode=train`` loop against transformers' ``Trainer``.
 
-    python bench/training.py            # ViT tiny and base, fp32 and bf16, then bf16's effect on accuracy
-    python bench/training.py --quick    # ViT tiny, a few steps: a smoke run
+    python bench/training.py            # ViT tiny and base, fp32 (and bf16 where the CPU has a bf16 path)
+    python bench/training.py --quick    # ViT tiny, a few steps: a smoke run (saves nothing)
 
 Both sides train the same model (the same initial weights, loaded into each run), on the same
 data (garden's datasets and collate), with the same batch size, AdamW (lr, weight decay 0.01),
@@ -34,7 +34,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import header, load, median, silenced, table, verdict  # noqa: E402
+from common import (add_save_options, bf16_path, cpu_flags, header, load, machine_record, median,  # noqa: E402
+                    save, silenced, table, verdict)
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
@@ -110,7 +111,7 @@ def rate(starts: list[float], batch: int) -> float:
     return batch * (len(timed) - 1) / (timed[-1] - timed[0])
 
 
-def bench_one(name: str, batch: int, steps: int, repeats: int) -> dict:
+def bench_one(name: str, batch: int, steps: int, repeats: int, precisions: tuple[str, ...]) -> dict:
     import torch
 
     model, variant = name.split(":")
@@ -128,16 +129,14 @@ def bench_one(name: str, batch: int, steps: int, repeats: int) -> dict:
     rates: dict[str, list[float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(repeats):
-            for precision in ("fp32", "bf16"):
+            for precision in precisions:
                 sides = [("garden", lambda p=precision: garden_steps(prepared, initial, Path(tmp) / "g", p)),
                          ("Trainer", lambda p=precision: trainer_steps(prepared, initial, Path(tmp) / "t", p,
                                                                        batch, total))]
                 for side, fn in (sides if r % 2 == 0 else sides[::-1]):
                     rates.setdefault(f"{side} {precision}", []).append(rate(fn(), batch))
     return {"name": name, "params": params, "batch": batch, "steps": steps, "size": size, "rates": rates,
-            "threads": torch.get_num_threads(),
-            "ratio": {p: median(rates[f"garden {p}"]) / median(rates[f"Trainer {p}"]) for p in ("fp32", "bf16")},
-            "best": {p: max(rates[f"garden {p}"]) / max(rates[f"Trainer {p}"]) for p in ("fp32", "bf16")}}
+            "threads": torch.get_num_threads()}
 
 
 def accuracy_run(precision: str, quick: bool) -> tuple[float, float, float]:
@@ -155,13 +154,50 @@ def accuracy_run(precision: str, quick: bool) -> tuple[float, float, float]:
     return seconds, metrics["train_samples_per_second"], metrics["eval"]["accuracy"]
 
 
+def report(record: dict) -> str:
+    """The rates, ratios and accuracy runs of a saved run, as markdown."""
+    rows, ratios = [], []
+    for r in record["models"]:
+        rates = r["rates"]
+        for precision in ("fp32", "bf16"):
+            if f"garden {precision}" not in rates:
+                continue
+            g, t = rates[f"garden {precision}"], rates[f"Trainer {precision}"]
+            ratios.append(median(g) / median(t))
+            rows.append([r["name"], f"{r['params'] / 1e6:.1f}M", str(r["batch"]), precision,
+                         " ".join(f"{x:.1f}" for x in g), " ".join(f"{x:.1f}" for x in t),
+                         f"{median(g) / median(t):.3f}"])
+    inputs = "; ".join(f"{r['name']} {r['size']}" for r in record["models"])
+    lines = [f"Samples/s per round (rounds alternate which side runs first), {record['machine'].get('threads')} "
+             f"threads; inputs: {inputs}.", "",
+             table(rows, ["model", "params", "batch", "precision", "garden samples/s", "Trainer samples/s",
+                          "garden ÷ Trainer (medians)"]), ""]
+    if ratios:
+        lines.append(f"* garden ≥ 1.0× Trainer at the same precision (worst {min(ratios):.3f}): "
+                     f"{verdict(min(ratios) >= 1.0)}.")
+    for note in record.get("notes", []):
+        lines.append(f"* {note}")
+    if record.get("accuracy"):
+        acc = record["accuracy"]
+        lines += ["", f"bf16's effect on the final metric: garden's ViT-tiny recipe ({acc['length']}, scikit-learn "
+                      "digits, held-out accuracy), one run per precision:", "",
+                  table([[a["precision"], f"{a['seconds']:.1f} s", f"{a['samples_per_second']:.1f}",
+                          f"{a['accuracy']:.4f}"] for a in acc["runs"]],
+                        ["precision", "run wall time", "train samples/s", "eval accuracy"])]
+    return "\n".join(lines)
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--quick", action="store_true", help="ViT tiny, a few steps, one round, 1-epoch accuracy runs")
+    p.add_argument("--quick", action="store_true",
+                   help="ViT tiny, a few steps, one round, 1-epoch accuracy runs (saves nothing)")
     p.add_argument("--models", default=None, help="comma list of name:variant (default vit:tiny,vit:base)")
     p.add_argument("--repeats", type=int, default=None, help="rounds (default 2, quick 1)")
     p.add_argument("--threads", type=int, default=os.cpu_count())
     p.add_argument("--no-accuracy", action="store_true", help="skip the fp32-vs-bf16 accuracy runs")
+    p.add_argument("--bf16", choices=("auto", "always", "never"), default="auto",
+                   help="bf16 rounds: auto runs them only where the CPU has a bf16 path (AMX/AVX512-BF16)")
+    add_save_options(p)
     args = p.parse_args()
     repeats = args.repeats or (1 if args.quick else 2)
     wanted = args.models.split(",") if args.models else (["vit:tiny"] if args.quick else ["vit:tiny", "vit:base"])
@@ -171,40 +207,40 @@ def main() -> int:
 
     torch.set_num_threads(args.threads)
     header("garden training throughput vs transformers' Trainer", threads=args.threads)
-    results = []
+    record = {"script": "training", "command": "python bench/" + " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]),
+              "machine": machine_record(threads=args.threads), "settings": {"repeats": repeats, "lr": LR},
+              "models": [], "notes": []}
+    fast_bf16 = bf16_path(cpu_flags())
+    bf16 = args.bf16 == "always" or (args.bf16 == "auto" and fast_bf16)
+    precisions = ("fp32", "bf16") if bf16 else ("fp32",)
+    if not bf16:
+        note = ("bf16 rounds skipped: this CPU has no bf16 path (no AMX or AVX512-BF16), where bf16 autocast "
+                "runs several times slower than fp32 (`--bf16 always` runs them anyway)")
+        record["notes"].append(note)
+        print(f"note: {note}", flush=True)
     for name in wanted:
         batch, steps = SIZES.get(name, (8, 6))
         if args.quick:
             steps = min(steps, 6)
         print(f"\n## {name}: batch {batch}, {steps} timed steps after {WARMUP} warm-up, {repeats} rounds "
               f"(load {load()})", flush=True)
-        r = bench_one(name, batch, steps, repeats)
-        results.append(r)
+        r = bench_one(name, batch, steps, repeats, precisions)
+        record["models"].append(r)
         print(f"params {r['params'] / 1e6:.1f}M · input {r['size']} · AdamW lr {LR} wd 0.01, linear, clip 1.0")
-        rows = [[k, " ".join(f"{x:.1f}" for x in v), f"{median(v):.1f}"] for k, v in r["rates"].items()]
-        print(table(rows, ["loop", "samples/s per round", "median"]))
-        print(f"garden ÷ Trainer (medians): fp32 {r['ratio']['fp32']:.3f}, bf16 {r['ratio']['bf16']:.3f} · "
-              f"(best rounds, least disturbed by load): fp32 {r['best']['fp32']:.3f}, bf16 {r['best']['bf16']:.3f} · "
-              "bf16 ÷ fp32 (garden): "
-              f"{median(r['rates']['garden bf16']) / median(r['rates']['garden fp32']):.2f}", flush=True)
-
-    print(f"\n## summary (threads {args.threads}; load avg {load()})")
-    rows = [[r["name"], f"{r['params'] / 1e6:.1f}M", str(r["batch"]), f"{median(r['rates']['garden fp32']):.1f}",
-             f"{r['ratio']['fp32']:.3f}", f"{median(r['rates']['garden bf16']):.1f}", f"{r['ratio']['bf16']:.3f}",
-             f"{median(r['rates']['garden bf16']) / median(r['rates']['garden fp32']):.2f}"] for r in results]
-    print(table(rows, ["model", "params", "batch", "garden fp32 samples/s", "÷ Trainer fp32",
-                       "garden bf16 samples/s", "÷ Trainer bf16", "bf16 gain"]))
-    worst = min(min(r["ratio"].values()) for r in results)
-    print(f"goal: garden >= 1.0x Trainer at the same precision (worst {worst:.3f}): {verdict(worst >= 1.0)}")
+        print(table([[k, " ".join(f"{x:.1f}" for x in v), f"{median(v):.1f}"] for k, v in r["rates"].items()],
+                    ["loop", "samples/s per round", "median"]), flush=True)
 
     if not args.no_accuracy:
-        print(f"\n## bf16's effect on the final metric: garden's ViT-tiny recipe "
-              f"({'1 epoch (quick)' if args.quick else '10 epochs'}, digits, held-out accuracy)", flush=True)
-        rows = []
-        for precision in ("fp32", "bf16"):
+        length = "1 epoch (quick)" if args.quick else "10 epochs"
+        print(f"\n## bf16's effect on the final metric: garden's ViT-tiny recipe ({length})", flush=True)
+        runs = []
+        for precision in precisions:
             seconds, sps, acc = accuracy_run(precision, args.quick)
-            rows.append([precision, f"{seconds:.1f} s", f"{sps:.1f}", f"{acc:.4f}"])
-        print(table(rows, ["precision", "run wall time", "train samples/s", "eval accuracy"]))
+            runs.append({"precision": precision, "seconds": seconds, "samples_per_second": sps, "accuracy": acc})
+        record["accuracy"] = {"length": length, "runs": runs}
+    save("training", record, args)
+    print()
+    print(report(record))
     print(f"\nload avg at end: {load()}")
     return 0
 
