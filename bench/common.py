@@ -28,6 +28,7 @@ import subprocess
 import sys
 import time
 import warnings
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any, Callable
 
@@ -101,9 +102,10 @@ def machine_record(threads: int | None = None) -> dict[str, Any]:
     record: dict[str, Any] = {"cpu": cpu_model(), "flags": cpu_flags(), "cores": os.cpu_count(),
                               "python": platform.python_version()}
     for name in ("torch", "transformers", "onnxruntime", "openvino"):
-        module = sys.modules.get(name)
-        if module is not None:
-            record[name] = getattr(module, "__version__", "?")
+        try:  # the installed versions, whether or not this script imported them
+            record[name] = version(name)
+        except PackageNotFoundError:
+            pass
     torch = sys.modules.get("torch")
     if torch is not None:
         record["threads"] = threads if threads is not None else torch.get_num_threads()

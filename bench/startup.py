@@ -146,6 +146,12 @@ def report(record: dict) -> str:
               f"{(many - builtin) / max(1, n) * 1e3:.2f} ms per plugin.",
               "* Heavy imports of `list`, `show` and `--help` (`-X importtime`): "
               + (", ".join(heavy) + " — goal NOT met" if heavy else "none of torch, transformers, numpy, Hydra: met") + "."]
+    m = record["machine"]
+    loads = [x[0] for x in (m.get("load_start"), m.get("load_end")) if x]
+    if loads and min(loads) > m["cores"]:
+        lines.append(f"* The load average ({' → '.join(f'{x:.1f}' for x in loads)}) stayed above the {m['cores']} "
+                     "cores: other processes inflated every absolute time above, so the goals in seconds are not "
+                     "judged fairly by this run; the ÷ import torch column compares like with like.")
     breakdown = record.get("discovery")
     if breakdown:
         parts = ", ".join(f"{k} {v * 1e3:.0f} ms" for k, v in breakdown["seconds"].items())
