@@ -139,6 +139,8 @@ class RunConfig:
     infer: InferConfig = field(default_factory=InferConfig)
     ipu: IPUConfig = field(default_factory=IPUConfig)
     resume: ResumeConfig = field(default_factory=ResumeConfig)
+    #: ``tensorboard``: also write the history as TensorBoard event files (RUN_DIR/tensorboard)
+    logger: str = "none"
 
 
 MODES = ("train", "infer", "eval")

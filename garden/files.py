@@ -38,8 +38,8 @@ def staging_folder(beside: Path, prefix: str) -> Path:
     return folder
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` so a reader sees the old file or the new one, never half.
+def write_atomic(path: Path, text: str | bytes) -> None:
+    """Write ``text`` (or bytes: a picture) to ``path`` so a reader sees the old file or the new one, never half.
 
     The text goes to a temporary file beside ``path``, is flushed to the disk, and replaces
     ``path`` in one rename; a failure leaves the old file as it was. Two writers at once each
@@ -49,7 +49,8 @@ def write_atomic(path: Path, text: str) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         os.fchmod(fd, plain_mode())
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
+        binary = isinstance(text, bytes)
+        with os.fdopen(fd, "wb" if binary else "w", encoding=None if binary else "utf-8") as f:
             f.write(text)
             f.flush()
             os.fsync(f.fileno())

@@ -4,7 +4,8 @@ Hydra runs each job of a sweep in its own folder under the sweep dir (``multirun
 ``/1``, ...), where garden writes the job's ``metrics.json``. :class:`SweepSummary` is a Hydra
 callback, registered in ``conf/config.yaml`` under ``hydra.callbacks``; when the sweep ends (on
 the machine that launched it, with any launcher: basic, submitit local or Slurm) it reads every
-job's metrics, prints a table and writes ``summary.json`` next to the jobs::
+job's metrics, prints a table and writes ``summary.json``, the same table as ``summary.csv``
+and ``comparison.png`` (each job's final eval metric as a bar) next to the jobs::
 
     python -m garden --multirun model=vit task=classify preset=smoke trainer.lr=1e-3,3e-3
 
@@ -16,6 +17,8 @@ command exits 1.
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import sys
 import traceback
@@ -25,6 +28,8 @@ from typing import Any
 from garden.runs.outputs import write_json
 
 SUMMARY = "summary.json"
+TABLE = "summary.csv"
+COMPARISON = "comparison.png"
 FAILED = "failed.json"
 
 
@@ -87,6 +92,20 @@ def summarize(sweep_dir: Path) -> dict[str, Any]:
     return {"sweep_dir": str(sweep_dir), "swept": swept, "jobs": rows, "failed": failed}
 
 
+def table_csv(summary: dict[str, Any]) -> str:
+    """The summary as CSV: one row per job, the swept settings, every eval metric, steps, status."""
+    metrics = sorted({k for row in summary["jobs"] for k in row["eval"]})
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(["job", *summary["swept"], *(f"eval_{k}" for k in metrics), "steps",
+                     "train_samples_per_second", "status", "dir"])
+    for row in summary["jobs"]:
+        writer.writerow([row["job"], *(row["swept"].get(k) for k in summary["swept"]),
+                         *(row["eval"].get(k, "") for k in metrics), row.get("steps", ""),
+                         row.get("train_samples_per_second") or "", row["status"], row["dir"]])
+    return out.getvalue()
+
+
 def show(summary: dict[str, Any]) -> None:
     from rich.console import Console
     from rich.table import Table
@@ -112,10 +131,17 @@ def show(summary: dict[str, Any]) -> None:
 
 def write_summary(sweep_dir: Path) -> dict[str, Any]:
     """The table and ``summary.json``, then one ``error:`` line per job that did not finish."""
+    from garden import plots
+    from garden.files import write_atomic
+
     summary = summarize(sweep_dir)
     write_json(sweep_dir / SUMMARY, summary)
+    write_atomic(sweep_dir / TABLE, table_csv(summary))
+    comparison = plots.sweep_comparison(summary)
+    if comparison is not None:
+        plots.save(comparison, sweep_dir / COMPARISON)
     show(summary)
-    print(f"sweep summary written to {sweep_dir / SUMMARY}")
+    print(f"sweep summary written to {sweep_dir / SUMMARY}" + (f" and {sweep_dir / COMPARISON}" if comparison else ""))
     sys.stdout.flush()
     for row in summary["jobs"]:
         if row["status"] != "done":

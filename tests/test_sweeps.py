@@ -23,7 +23,15 @@ def test_a_two_by_two_sweep_runs_four_jobs_and_prints_their_summary(cli, tmp_pat
     assert all(j["status"] == "done" and "accuracy" in j["eval"] for j in summary["jobs"])
     table = result.stdout[result.stdout.index("sweep · 4 jobs"):]
     assert "trainer.lr" in table and "eval accuracy" in table and "0.003" in table
-    assert "sweep summary written to sweep/summary.json" in result.stdout
+    assert "sweep summary written to sweep/summary.json and sweep/comparison.png" in result.stdout
+    rows = (sweep / "summary.csv").read_text().splitlines()
+    assert rows[0].startswith("job,trainer.lr,seed,eval_accuracy,") and len(rows) == 5
+    from test_run_plots import assert_a_picture, bars_in
+
+    assert_a_picture(sweep / "comparison.png")
+    accuracy = [j["eval"]["accuracy"] for j in summary["jobs"]]
+    best = accuracy.index(max(accuracy))  # a bar of height 0 draws no pixels of its colour
+    assert bars_in(sweep / "comparison.png") == [i == best for i, a in enumerate(accuracy) if a > 0]
 
 
 def test_the_slurm_launcher_config_composes_with_gardens_defaults():

@@ -97,6 +97,11 @@ class Backend(abc.ABC):
         """The whole trained model, on the writing process (a collective: every process calls it)."""
         return self.model
 
+    def stage_seconds(self) -> list[float] | None:
+        """Seconds each pipeline stage spent computing over the run, in stage order, on the
+        writing process (a collective: every process calls it); ``None`` with no stages to time."""
+        return None
+
     def close(self, failed: bool = False) -> None:
         """Release devices and process groups at the end of a run (``failed``: without waiting
         for the other processes, which may be elsewhere)."""

@@ -17,6 +17,7 @@ trainer weighs each share, so the sum is the whole batch's gradient). ``torchrun
 from __future__ import annotations
 
 import os
+import time
 from typing import Any
 
 from garden.backends.base import Backend, autocast, replica_layout, to_device
@@ -92,6 +93,7 @@ class PipelineBackend(Backend):
         self.module = stage_module(self.model, self.stage_plan.sequential_stage_blocks(self.stage))
         self.tied, self.tied_group = self._tie_first_and_last_stage()
         self._schedules: dict[tuple[int, bool], Any] = {}
+        self._busy = 0.0  # seconds this stage spent in its forward and backward chunks
 
     def _plan(self):
         import torch.distributed as dist
@@ -159,12 +161,43 @@ class PipelineBackend(Backend):
 
             static = self._static_arguments(tuple(t.tensor_split(n)[0] for t in inputs), training)
             stage = PipelineStage(self.module, self.stage, self.stages, self.device, group=self.stage_group, **static)
+            self._time_chunks(stage)
             # 1F1B needs a micro-batch per stage; a single graph (or a tiny batch) runs as GPipe
             one_f_one_b = self.prepared.cfg.ipu.schedule == "1F1B" and n >= self.stages
             cls = Schedule1F1B if one_f_one_b else ScheduleGPipe
             loss = self._micro_batch_loss if training else None
             self._schedules[key] = cls(stage, n_microbatches=n, loss_fn=loss)
         return self._schedules[key]
+
+    def _time_chunks(self, stage: Any) -> None:
+        """Add the time ``stage`` spends computing each micro-batch (not waiting for its
+        neighbours) to ``_busy``, for :meth:`stage_seconds`."""
+        import torch
+
+        cuda = self.device.type == "cuda"
+        for name in ("forward_one_chunk", "backward_one_chunk"):
+            method = getattr(stage, name, None)
+            if method is None:
+                continue
+
+            def timed(*args: Any, _method: Any = method, **kwargs: Any) -> Any:
+                start = time.perf_counter()
+                try:
+                    return _method(*args, **kwargs)
+                finally:
+                    if cuda:
+                        torch.cuda.synchronize(self.device)
+                    self._busy += time.perf_counter() - start
+
+            setattr(stage, name, timed)
+
+    def stage_seconds(self) -> list[float] | None:
+        """Each stage's computing seconds, as replica 0's processes (ranks 0 .. stages-1) measured them."""
+        import torch.distributed as dist
+
+        everyone: list[Any] = [None] * self.world
+        dist.all_gather_object(everyone, round(self._busy, 6))
+        return everyone[: self.stages]
 
     def _static_arguments(self, micro: tuple, training: bool) -> dict[str, Any]:
         """What this stage receives and sends for one micro-batch (and the gradients flowing back),

@@ -33,6 +33,7 @@ Browse the registry:
                          from the model itself and name the declared numbers that disagree
   push RUN_DIR org/name   upload a trained model folder to the Hub (one commit)
   plan model=M [task=T] ipu.ipus_per_replica=N [ipu.layers_per_ipu=[...]] [ipu.cost=flops] [--json]
+                         [--plot[=PNG]]
                          the pipeline-stage plan: blocks, params, FLOPs, memory per stage
   registry serve [--port N]  the registry page on http://127.0.0.1:N (default 8000)
 
@@ -48,6 +49,7 @@ Run a model (Hydra overrides; -m/--multirun sweeps comma lists):
   weights=auto|hub|random|hub:org/name[@rev]|DIR
   backend=auto|local|pipeline|ipu
   data.path=... data.limit=N trainer.lr=... trainer.max_steps=N infer.inputs=GLOB
+  logger=tensorboard     also write TensorBoard event files (RUN_DIR/tensorboard)
 
 Examples:
   python -m garden list --domain vision

@@ -2,11 +2,14 @@
 group asks, and the plan printed (blocks, params, FLOPs and memory per stage).
 
     python -m garden plan model=vit ipu.ipus_per_replica=2 --json
+    python -m garden plan model=vit ipu.ipus_per_replica=4 --plot          # plan-vit-4stages.png
+    python -m garden plan model=vit ipu.ipus_per_replica=4 --plot=plan.png
 """
 
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
@@ -49,12 +52,17 @@ def plan_run(overrides: list[str]) -> tuple[Prepared, StagePlan]:
 
 
 def cmd_plan(argv: list[str]) -> int:
-    """``plan model=M [task=T] ipu.ipus_per_replica=N [ipu.layers_per_ipu=[...]] [--json]``."""
+    """``plan model=M [task=T] ipu.ipus_per_replica=N [ipu.layers_per_ipu=[...]] [--json] [--plot[=PNG]]``."""
     as_json = "--json" in argv
-    prepared, stage_plan = plan_run([a for a in argv if a != "--json"])
+    plots = [a for a in argv if a == "--plot" or a.startswith("--plot=")]
+    prepared, stage_plan = plan_run([a for a in argv if a != "--json" and a not in plots])
     summary = stage_plan.summary()
     summary.update({"model": prepared.entry.name, "variant": prepared.variant.name,
                     "task": prepared.task.name, "cost": prepared.cfg.ipu.cost})
+    if plots:
+        path = plot_plan(summary, plots[-1].partition("=")[2])
+        if not as_json:
+            Console().print(f"plot written to {path}")
     if as_json:
         print_json(summary)
         return 0
@@ -75,6 +83,18 @@ def cmd_plan(argv: list[str]) -> int:
                       f"{summary['uniform_bottleneck_ratio']:.3f}")
     console.print(f"pipeline bubble with {summary['micro_batches']} micro-batches: {summary['bubble']:.1%}")
     return 0
+
+
+def plot_plan(summary: dict, path: str = "") -> Path:
+    """The plan's cost per stage as a bar chart (bottleneck marked), written to ``path`` or to
+    ``plan-MODEL-Nstages.png`` in the current folder."""
+    from garden import plots
+
+    stages = len(summary["stages"])
+    target = Path(path or f"plan-{summary['model']}-{stages}stages.png")
+    title = (f"{summary['model']} ({summary['variant']}) · {summary['task']} · {stages} stages · "
+             f"cost={summary['cost']}")
+    return plots.save(plots.stage_costs(summary, title), target)
 
 
 def compact(blocks: list[str]) -> str:

@@ -24,6 +24,7 @@ from garden.errors import ConfigError
 from garden.files import write_atomic
 from garden.runs import checkpoint
 from garden.runs.data import loader, shard_sizes, sharded_loader
+from garden.runs.history import History, draw
 from garden.runs.outputs import save_model, show_predictions, summary, write_json
 from garden.runs.prepared import Prepared
 
@@ -58,10 +59,11 @@ def make_optimizer(tcfg: Any, parameters: list):
 
 
 def evaluate(prepared: Prepared, backend: Backend, bar: Progress | None = None,
-             stop: "StopSignals | None" = None) -> dict[str, float]:
+             stop: "StopSignals | None" = None, details: dict[str, Any] | None = None) -> dict[str, float]:
     """The task's metrics over the eval split; replicas evaluate their shares of each batch and the
     task's metrics are computed once over everything gathered (so they equal one process's).
-    Raises :class:`Stopping` before the next batch once ``stop`` has caught a signal."""
+    Raises :class:`Stopping` before the next batch once ``stop`` has caught a signal. A
+    ``details`` dict receives the task's confusion matrix (``None`` for a task without classes)."""
     cfg, data = prepared.cfg, prepared.data
     replica, replicas = backend.replica, backend.replicas
     eval_loader, batches, _ = sharded_loader(data.eval, data.collate, cfg.data.eval_batch_size or cfg.data.batch_size,
@@ -79,11 +81,16 @@ def evaluate(prepared: Prepared, backend: Backend, bar: Progress | None = None,
         if bar:
             bar.advance(job)
     gathered = backend.gather_replicas(pieces)
-    metrics = None
+    metrics = confusion = None
     if gathered is not None and any(gathered):
         ordered = sorted(((j, r, out, b) for r, part in enumerate(gathered) for j, out, b in part),
                          key=lambda x: (x[0], x[1]))
-        metrics = prepared.task.evaluate([o for _, _, o, _ in ordered], [b for _, _, _, b in ordered])
+        outputs, seen = [o for _, _, o, _ in ordered], [b for _, _, _, b in ordered]
+        metrics = prepared.task.evaluate(outputs, seen)
+        if details is not None:
+            confusion = prepared.task.confusion(outputs, seen)
+    if details is not None:
+        details["confusion"] = backend.share(confusion)
     return backend.share(metrics) or {}
 
 
@@ -200,6 +207,7 @@ def train_until_stopped(prepared: Prepared, backend: Backend, output_dir: Path, 
     announce(prepared, backend, None if evaluate_only else layout)
 
     state = checkpoint.Position()
+    history = None
     if not evaluate_only:
         replica, replicas, accumulation = backend.replica, backend.replicas, backend.accumulation
         train_loader, batches, generator = sharded_loader(
@@ -245,6 +253,8 @@ def train_until_stopped(prepared: Prepared, backend: Backend, output_dir: Path, 
                                          scheduler=scheduler, device=backend.device)
             state = checkpoint.Position(**manifest["position"])
             say(f"resuming from {folder.name}: epoch {state.epoch}, step {state.step} of {total}")
+        history = History(output_dir, writer=backend.is_writer, share=backend.share, logger=cfg.logger,
+                          resumed_at=state.step if checkpoint.wants_resume(checkpoint.resume_target(cfg)) else None)
 
         with progress(quiet) as bar:
             job = bar.add_task("train", total=total, completed=state.step, info="")
@@ -274,14 +284,17 @@ def train_until_stopped(prepared: Prepared, backend: Backend, output_dir: Path, 
                         if tcfg.grad_clip:
                             backend.clip_grad_norm(tcfg.grad_clip)
                         optimizer.step()
+                    lr = optimizer.param_groups[0]["lr"]
                     with warnings.catch_warnings():  # steps_itself: no host optimizer.step() precedes it
                         warnings.filterwarnings("ignore", "Detected call of `lr_scheduler.step", UserWarning)
                         scheduler.step()
                     optimizer.zero_grad(set_to_none=True)
-                    state.seconds += time.perf_counter() - start
+                    seconds = time.perf_counter() - start
+                    state.seconds += seconds
                     state.samples += size
                     state.step += 1
                     state.batch += 1
+                    history.step(state.step, state.epoch, step_loss, lr, size, seconds)
                     if step_loss is not None:
                         state.losses.append(step_loss)
                     recent = state.losses[-tcfg.log_every:]
@@ -303,13 +316,16 @@ def train_until_stopped(prepared: Prepared, backend: Backend, output_dir: Path, 
                     except Stopping:  # the epoch stays open: a resume evaluates it again
                         stopped(stop.signal, state.step, total, save_checkpoint(), output_dir, backend,
                                 during="an evaluation")
+                    history.evaluated(state.step, state.epoch, {k[5:]: v for k, v in record.items()
+                                                                if k.startswith("eval_")})
                 state.history.append(record)
                 state.epoch_open = False
             if tcfg.checkpoint_every:
                 save_checkpoint()
+    details: dict[str, Any] = {}
     with progress(quiet) as bar:
         try:
-            final = evaluate(prepared, backend, bar, stop)
+            final = evaluate(prepared, backend, bar, stop, details)
         except Stopping:
             if evaluate_only:
                 stopped(stop.signal, None, None, None, output_dir, backend, during="the evaluation")
@@ -334,9 +350,19 @@ def train_until_stopped(prepared: Prepared, backend: Backend, output_dir: Path, 
         "eval": final,
     }
     model = None if evaluate_only else backend.model_for_saving()  # collective on pipelines
+    stage_seconds = backend.stage_seconds()  # collective on pipelines
+    if history is not None:
+        if not tcfg.eval:
+            history.evaluated(state.step, state.epoch, final)
+        history.close()
     if backend.is_writer:
         if model is not None:
             save_model(prepared, model, output_dir / "model", metrics, backend.stage_plan)
+        if history is not None:
+            draw(output_dir, title=f"{prepared.entry.name} ({prepared.variant.name}) · {task.name}",
+                 stage_plan=backend.stage_plan.summary() if backend.stage_plan is not None else None,
+                 confusion={"labels": list(data.labels or ()), "matrix": details.get("confusion")},
+                 stage_seconds=stage_seconds)
         write_json(output_dir / "metrics.json", metrics)  # last: the mark of a finished run
         summary(metrics, output_dir)
     return metrics

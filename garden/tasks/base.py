@@ -84,6 +84,11 @@ class Task:
         """Readable predictions for one batch (labels with scores, spans, text, ...)."""
         raise NotImplementedError
 
+    def confusion(self, outputs: list[Any], batches: list[dict[str, Any]]) -> list[list[int]] | None:
+        """Counts of (true class, predicted class) over the eval split, for a run's
+        ``plots/confusion.png``; ``None`` for a task without classes."""
+        return None
+
     def load_inputs(self, pattern: str, preprocessor: Any, data: TaskData) -> list[Any]:
         """The user's own inputs for ``mode=infer`` (``infer.inputs=path/or/glob``)."""
         raise DataError(f"task '{self.name}' does not read infer.inputs files")
@@ -109,6 +114,15 @@ class Classification(Task):
         labels = torch.cat([b["labels"] for b in batches])
         return {"accuracy": (logits.argmax(-1) == labels).float().mean().item(),
                 "loss": self.loss(logits, labels).item()}
+
+    def confusion(self, outputs: list[Any], batches: list[dict[str, Any]]) -> list[list[int]] | None:
+        import torch
+
+        logits = torch.cat([o.float() for o in outputs])
+        labels = torch.cat([b["labels"] for b in batches])
+        n = logits.shape[-1]
+        counts = torch.bincount(labels * n + logits.argmax(-1), minlength=n * n)
+        return counts.view(n, n).tolist()
 
     def predict(self, output: Any, batch: dict[str, Any], data: TaskData, top_k: int) -> list[dict]:
         probs = output.float().softmax(-1)
