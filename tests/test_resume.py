@@ -115,6 +115,10 @@ def test_a_killed_run_resumes_to_the_uninterrupted_weights_and_metrics(uninterru
     assert f"resuming from step-{killed_at:06d}" in resumed.stderr
     assert_identical(tmp_path / "run", uninterrupted)
     assert [p.name for p in tmp_path.iterdir() if p.is_dir()] == ["run"], "resumed in the same folder"
+    from garden.runs.history import read_history
+
+    steps = [[r["step"] for r in read_history(d) if "loss" in r] for d in (tmp_path / "run", uninterrupted)]
+    assert steps[0] == steps[1] == list(range(1, len(steps[1]) + 1)), "each step once: none lost, none twice"
 
 
 def test_sigterm_stops_cleanly_after_a_checkpoint_and_resume_true_finds_the_run(uninterrupted, tmp_path):
