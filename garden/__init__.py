@@ -4,9 +4,14 @@
     >>> [e.name for e in garden.list_models("vit*")]        # doctest: +SKIP
     ['vit']
     >>> model = garden.load_model("vit", task="classify", variant="tiny", weights="random")  # doctest: +SKIP
-    >>> metrics = garden.run(["model=vit", "task=classify", "preset=smoke"])               # doctest: +SKIP
+    >>> result = garden.run(["model=vit", "task=classify", "preset=smoke"])                # doctest: +SKIP
+    >>> losses = [r["loss"] for r in garden.history(result["output_dir"]) if "loss" in r]   # doctest: +SKIP
+    >>> predict = garden.predictor("vit", task="classify", weights=result["output_dir"] + "/model")  # doctest: +SKIP
+    >>> predict(["photos/*.png"])[0]["prediction"]                                        # doctest: +SKIP
+    '7'
 
-Importing garden is cheap: torch, transformers and Hydra load only when a run needs them.
+Importing garden is cheap: torch, transformers and Hydra load only when a run needs them
+(docs/notebooks.md describes this API as the notebooks use it).
 """
 
 from garden.errors import GardenError
@@ -14,7 +19,8 @@ from garden.registry import get as get_entry
 from garden.registry import list_models, search
 
 __version__ = "0.1.0"
-__all__ = ["GardenError", "compose", "get_entry", "list_models", "load_model", "run", "search"]
+__all__ = ["GardenError", "compose", "get_entry", "history", "list_models", "load_model", "plan", "predictor",
+           "run", "search"]
 
 
 def load_model(*args, **kwargs):
@@ -32,7 +38,32 @@ def compose(overrides):
 
 
 def run(overrides_or_cfg, output_dir=None):
-    """See :func:`garden.runs.execution.run`."""
+    """See :func:`garden.runs.execution.run`: the run's metrics, and its folder as ``output_dir``."""
     from garden.runs.execution import run as _run
 
     return _run(overrides_or_cfg, output_dir)
+
+
+def history(run_dir):
+    """A run's metrics history as a list of dicts, one per training step (``step``, ``epoch``,
+    ``loss``, ``lr``, ``samples_per_second``) and one per evaluation (``step``, ``eval_<metric>``);
+    readable while the run is going on. See :mod:`garden.runs.history`."""
+    from garden.runs.history import read_history
+
+    return read_history(run_dir)
+
+
+def predictor(model, task=None, *, variant="default", weights="auto", overrides=()):
+    """A model loaded once that predicts raw images, audio or text; see :mod:`garden.runs.predictor`."""
+    from garden.runs.predictor import predictor as _predictor
+
+    return _predictor(model, task, variant=variant, weights=weights, overrides=overrides)
+
+
+def plan(overrides):
+    """The stage plan ``python -m garden plan OVERRIDES --json`` prints, as a dict (``stages`` with
+    each one's blocks, params, FLOPs, memory and cost share; ``bottleneck_ratio``); draw it with
+    ``garden.plots.stage_costs``."""
+    from garden.runs.planned import plan_summary
+
+    return plan_summary(list(overrides))

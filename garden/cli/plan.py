@@ -8,57 +8,22 @@ group asks, and the plan printed (blocks, params, FLOPs and memory per stage).
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
 
-from garden import registry
 from garden.cli.browse import human, print_json
-from garden.config import choices, compose
-from garden.partition.plan import StagePlan, plan_for, sample_batch
-from garden.runs.prepared import Prepared, prepare
+from garden.runs.planned import plan_run, plan_summary
 
-
-def plan_run(overrides: list[str]) -> tuple[Prepared, StagePlan]:
-    """What ``python -m garden plan ...`` shows: the composed run's model, planned as configured.
-
-    The task defaults to the model's first; the model is the configured variant with random
-    weights (planning needs shapes, not trained values). With ``ipu.cost=params`` it is built on
-    the meta device, so even the largest variant plans in a moment.
-    """
-    import torch
-
-    picked = choices(overrides)
-    extra = []
-    if "task" not in picked and "model" in picked:
-        extra.append(f"task={registry.get(picked['model']).tasks[0]}")
-    if "weights" not in picked:
-        extra.append("weights=random")
-    cfg = compose([*overrides, *extra])
-    prepared = prepare(cfg)
-    spec = dataclasses.replace(prepared.spec, weights_dir=None)
-    sample = sample_batch(prepared.data)
-    if cfg.ipu.cost == "params":
-        try:
-            with torch.device("meta"):
-                model = prepared.family.build(spec)
-        except (RuntimeError, NotImplementedError):  # a model that reads values while it builds
-            model = prepared.family.build(spec)
-        return prepared, plan_for(prepared, model, None, training=cfg.mode == "train")
-    model = prepared.family.build(spec)
-    return prepared, plan_for(prepared, model, sample, training=cfg.mode == "train")
+__all__ = ["cmd_plan", "plan_run", "plan_summary", "plot_plan"]
 
 
 def cmd_plan(argv: list[str]) -> int:
     """``plan model=M [task=T] ipu.ipus_per_replica=N [ipu.layers_per_ipu=[...]] [--json] [--plot[=PNG]]``."""
     as_json = "--json" in argv
     plots = [a for a in argv if a == "--plot" or a.startswith("--plot=")]
-    prepared, stage_plan = plan_run([a for a in argv if a != "--json" and a not in plots])
-    summary = stage_plan.summary()
-    summary.update({"model": prepared.entry.name, "variant": prepared.variant.name,
-                    "task": prepared.task.name, "cost": prepared.cfg.ipu.cost})
+    summary = plan_summary([a for a in argv if a != "--json" and a not in plots])
     if plots:
         path = plot_plan(summary, plots[-1].partition("=")[2])
         if not as_json:
@@ -66,7 +31,7 @@ def cmd_plan(argv: list[str]) -> int:
     if as_json:
         print_json(summary)
         return 0
-    table = Table(title=f"{prepared.entry.name} ({prepared.variant.name}) · {prepared.task.name} · "
+    table = Table(title=f"{summary['model']} ({summary['variant']}) · {summary['task']} · "
                         f"{len(summary['stages'])} stages · cost={summary['cost']}")
     for column in ("stage", "blocks", "layers", "params", "GFLOPs/sample", "memory", "cost share"):
         table.add_column(column, justify="left" if column == "blocks" else "right")

@@ -22,7 +22,8 @@ from garden.runs.rundir import Claim, claim, new_run_dir
 
 
 def run(overrides_or_cfg: Any, output_dir: str | Path | None = None) -> dict[str, Any]:
-    """Run a composed config (or a list of overrides) and return its metrics."""
+    """Run a composed config (or a list of overrides) and return its metrics (``metrics.json``'s
+    content) with ``output_dir``, the run's folder."""
     command = None
     if isinstance(overrides_or_cfg, (list, tuple)):
         command = command_line(overrides_or_cfg)
@@ -91,6 +92,7 @@ def prepare_and_run(cfg: Any, output_dir: Path, command: str | None) -> dict[str
         backend.close(failed=True)  # no farewell collective: the other ranks may be elsewhere
         raise
     backend.close()
+    result["output_dir"] = str(output_dir)  # after metrics.json: the caller's, not the file's
     return result
 
 
