@@ -8,6 +8,7 @@ registered here (Hydra's own ``hydra_plugins`` scan misses editable installs).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
@@ -18,6 +19,24 @@ from garden.errors import ConfigError
 from garden.plugins import discover
 
 CORE_CONFIG = "pkg://garden.conf"
+
+
+MODES = ("train", "infer", "eval")
+BACKENDS = ("auto", "local", "pipeline", "ipu")
+
+
+def number(default: Any, *, at_least: float | None = None, above: float | None = None,
+           below: float | None = None, means: str = "") -> Any:
+    """A schema field whose value must lie in a range (``None`` stays allowed where the default
+    is ``None``); :func:`check_values` enforces it after composition, so ``data.batch_size=0``
+    stops with one line naming the key instead of a torch traceback several layers down."""
+    bounds = {k: v for k, v in (("at_least", at_least), ("above", above), ("below", below)) if v is not None}
+    return field(default=default, metadata={"bounds": bounds, "means": means})
+
+
+def one_of(default: str, *allowed: str) -> Any:
+    """A schema field that takes one of ``allowed`` words."""
+    return field(default=default, metadata={"one_of": allowed})
 
 
 @dataclass
@@ -39,46 +58,46 @@ class DataConfig:
     source: str = "default"
     path: Optional[str] = None
     hub: Optional[str] = None
-    limit: Optional[int] = None
-    eval_limit: Optional[int] = None
-    eval_fraction: float = 0.2
-    batch_size: int = 16
-    eval_batch_size: Optional[int] = None
-    num_workers: int = 0
-    image_size: Optional[int] = None
-    max_length: Optional[int] = None
+    limit: Optional[int] = number(None, at_least=1, means="training examples kept; null keeps all")
+    eval_limit: Optional[int] = number(None, at_least=1, means="held-out examples kept; null keeps all")
+    eval_fraction: float = number(0.2, above=0, below=1, means="the share of examples held out")
+    batch_size: int = number(16, at_least=1, means="examples per training step")
+    eval_batch_size: Optional[int] = number(None, at_least=1, means="examples per evaluation batch")
+    num_workers: int = number(0, at_least=0, means="data-loading processes; 0 loads in the run's own")
+    image_size: Optional[int] = number(None, at_least=1, means="pixels per side")
+    max_length: Optional[int] = number(None, at_least=1, means="tokens per example")
     truncation: bool = True
-    sample_rate: int = 16000
+    sample_rate: int = number(16000, at_least=1, means="audio samples per second")
     options: Dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
 class TrainerConfig:
-    epochs: float = 3.0
-    max_steps: Optional[int] = None
-    optimizer: str = "adamw"
-    lr: float = 5e-4
-    weight_decay: float = 0.01
-    warmup_steps: int = 0
-    scheduler: str = "linear"
-    grad_clip: Optional[float] = 1.0
-    precision: str = "fp32"
+    epochs: float = number(3.0, above=0, means="passes over the training data")
+    max_steps: Optional[int] = number(None, at_least=1, means="optimizer steps; null follows trainer.epochs")
+    optimizer: str = one_of("adamw", "adamw", "sgd")
+    lr: float = number(5e-4, above=0, means="the learning rate")
+    weight_decay: float = number(0.01, at_least=0, means="decoupled weight decay")
+    warmup_steps: int = number(0, at_least=0, means="steps of linear warm-up")
+    scheduler: str = one_of("linear", "linear", "constant")
+    grad_clip: Optional[float] = number(1.0, above=0, means="the gradient norm clipped to; null clips nothing")
+    precision: str = one_of("fp32", "fp32", "bf16", "fp16")
     eval: bool = True
-    log_every: int = 10
-    threads: Optional[int] = None
+    log_every: int = number(10, at_least=1, means="steps between loss updates")
+    threads: Optional[int] = number(None, at_least=1, means="torch CPU threads; null lets torch choose")
     #: write a resumable checkpoint every N optimizer steps and at the end (0: only on SIGINT/SIGTERM)
-    checkpoint_every: int = 0
+    checkpoint_every: int = number(0, at_least=0, means="steps between checkpoints; 0 only on a stop signal")
     #: how many good checkpoints to keep in RUN_DIR/checkpoints
-    keep_checkpoints: int = 2
+    keep_checkpoints: int = number(2, at_least=1, means="checkpoints kept")
 
 
 @dataclass
 class InferConfig:
     inputs: Optional[str] = None
-    top_k: int = 3
-    max_new_tokens: int = 20
+    top_k: int = number(3, at_least=1, means="predictions shown per input")
+    max_new_tokens: int = number(20, at_least=1, means="tokens generated per input")
     do_sample: bool = False
-    precision: str = "auto"
+    precision: str = one_of("auto", "auto", "fp32", "bf16", "fp16")
 
 
 @dataclass
@@ -90,14 +109,14 @@ class WeightsConfig:
 @dataclass
 class IPUConfig:
     layers_per_ipu: List[int] = field(default_factory=lambda: [-1])
-    ipus_per_replica: Optional[int] = None
+    ipus_per_replica: Optional[int] = number(None, at_least=1, means="pipeline stages per replica")
     inference_layers_per_ipu: Optional[List[int]] = None
-    inference_ipus_per_replica: Optional[int] = None
+    inference_ipus_per_replica: Optional[int] = number(None, at_least=1, means="pipeline stages for inference")
     matmul_proportion: Any = 0.2
-    replication_factor: int = 1
-    gradient_accumulation_steps: int = 1
-    device_iterations: int = 1
-    embedding_serialization_factor: int = 1
+    replication_factor: int = number(1, at_least=1, means="data-parallel replicas")
+    gradient_accumulation_steps: int = number(1, at_least=1, means="micro-steps per optimizer step")
+    device_iterations: int = number(1, at_least=1, means="batches per device call")
+    embedding_serialization_factor: int = number(1, at_least=1, means="pieces the embedding is split into")
     recompute_checkpoint_every_layer: bool = False
     executable_cache_dir: str = ""
     enable_half_partials: bool = True
@@ -108,10 +127,10 @@ class IPUConfig:
     #: IPUTrainingArguments.loss_scaling); unset: poptorch's default, 1
     loss_scaling: Optional[float] = None
     config_file: Optional[str] = None
-    cost: str = "flops"
+    cost: str = one_of("flops", "flops", "params", "measured")
     memory_budget: Optional[str] = None
-    micro_batches: int = 4
-    schedule: str = "1F1B"
+    micro_batches: int = number(4, at_least=1, means="micro-batches per pipeline step")
+    schedule: str = one_of("1F1B", "1F1B", "GPipe")
 
 
 @dataclass
@@ -130,9 +149,9 @@ class ResumeConfig:
 class RunConfig:
     model: ModelConfig = field(default_factory=ModelConfig)
     task: TaskConfig = field(default_factory=TaskConfig)
-    mode: str = "train"
-    backend: str = "auto"
-    seed: int = 0
+    mode: str = one_of("train", *MODES)
+    backend: str = one_of("auto", *BACKENDS)
+    seed: int = number(0, at_least=0, means="the random seed")
     weights: WeightsConfig = field(default_factory=WeightsConfig)
     data: DataConfig = field(default_factory=DataConfig)
     trainer: TrainerConfig = field(default_factory=TrainerConfig)
@@ -143,8 +162,33 @@ class RunConfig:
     logger: str = "none"
 
 
-MODES = ("train", "infer", "eval")
-BACKENDS = ("auto", "local", "pipeline", "ipu")
+def check_values(cfg: Any, schema: type = RunConfig, prefix: str = "") -> None:
+    """Raise a one-line :class:`ConfigError` for the first value outside its schema field's range
+    or choices (:func:`number`, :func:`one_of`), naming the key and a value that would do."""
+    for f in dataclasses.fields(schema):
+        key, value = f"{prefix}{f.name}", getattr(cfg, f.name, None)
+        if isinstance(f.default_factory, type) and dataclasses.is_dataclass(f.default_factory):
+            if value is not None:
+                check_values(value, f.default_factory, f"{key}.")
+            continue
+        allowed = f.metadata.get("one_of")
+        if allowed and value not in allowed:
+            raise ConfigError(f"{key}={value} is not one of: {', '.join(allowed)}")
+        bounds = f.metadata.get("bounds")
+        if not bounds or value is None or isinstance(value, bool) or not isinstance(value, (int, float)):
+            continue
+        low, above, below = bounds.get("at_least"), bounds.get("above"), bounds.get("below")
+        if (low is None or value >= low) and (above is None or value > above) and (below is None or value < below):
+            continue
+        wanted = " and ".join(filter(None, [
+            f"of at least {low}" if low is not None else "", f"above {above}" if above is not None else "",
+            f"below {below}" if below is not None else ""]))
+        kind = "a whole number" if "int" in str(f.type) else "a number"
+        null = " (or null)" if f.default is None else ""
+        raise ConfigError(f"{key}={value} is out of range ({f.metadata['means']}); give {kind} {wanted}{null}, "
+                          f"e.g. {key}={f.default if f.default is not None else low if low is not None else 1}")
+
+
 
 
 def unique_suffix() -> str:
@@ -273,4 +317,5 @@ def compose(overrides: list[str]):
         raise ConfigError(explain(err)) from None
     finally:
         GlobalHydra.instance().clear()
+    check_values(cfg)
     return cfg

@@ -7,18 +7,17 @@
 from __future__ import annotations
 
 import shlex
-import shutil
 from pathlib import Path
 from typing import Any
 
 from garden import registry
 from garden.backends import select_backend
-from garden.config import compose
+from garden.config import check_values, compose
 from garden.console import console
 from garden.runs.checkpoint import LATEST, check_resumable, identity_of, resume_dir, resume_target, wants_resume
 from garden.runs.loops import infer, train
 from garden.runs.prepared import prepare
-from garden.runs.rundir import Claim, claim, new_run_dir
+from garden.runs.rundir import Claim, claim, new_run_dir, remove_unstarted
 
 
 def run(overrides_or_cfg: Any, output_dir: str | Path | None = None) -> dict[str, Any]:
@@ -28,9 +27,14 @@ def run(overrides_or_cfg: Any, output_dir: str | Path | None = None) -> dict[str
     if isinstance(overrides_or_cfg, (list, tuple)):
         command = command_line(overrides_or_cfg)
         overrides_or_cfg = compose(list(overrides_or_cfg))
-    if output_dir is None:
-        output_dir = new_run_dir()
-    return execute(overrides_or_cfg, Path(output_dir), command=command)
+    if output_dir is not None:
+        return execute(overrides_or_cfg, Path(output_dir), command=command)
+    output_dir = new_run_dir()
+    try:
+        return execute(overrides_or_cfg, output_dir, command=command)
+    except BaseException:
+        remove_unstarted(output_dir)
+        raise
 
 
 def command_line(overrides: Any) -> str:
@@ -64,6 +68,7 @@ def own(cfg: Any, output_dir: Path) -> Claim | None:
 def execute(cfg: Any, output_dir: Path, *, command: str | None = None) -> dict[str, Any]:
     """Prepare, pick the backend, and train or infer; writes everything under ``output_dir``,
     which this process holds (:func:`own`) from before the first write to the end."""
+    check_values(cfg)  # a sweep's points are composed by Hydra, not by compose()
     target = resume_target(cfg)
     if wants_resume(target):  # a stopped run continues in its own folder
         if str(target).strip().lower() in LATEST and identity_of(output_dir):
@@ -101,7 +106,7 @@ def agreed_output_dir(output_dir: Path) -> Path:
 
     Each process composes its own Hydra run dir (the clock and a random suffix), so they differ;
     checkpoints need every process writing into one folder, the one rank 0 locked. A process whose folder differs
-    removes it when it holds nothing but Hydra's own files.
+    removes it when it holds nothing but Hydra's own files (:func:`remove_unstarted`).
     """
     import torch.distributed as dist
 
@@ -110,11 +115,6 @@ def agreed_output_dir(output_dir: Path) -> Path:
     box = [str(output_dir.resolve())]
     dist.broadcast_object_list(box, src=0)
     agreed = Path(box[0])
-    if agreed != output_dir.resolve() and output_dir.is_dir():
-        if all(p.name == ".hydra" or p.suffix == ".log" for p in output_dir.iterdir()):
-            shutil.rmtree(output_dir, ignore_errors=True)
-            try:
-                output_dir.parent.rmdir()  # a date folder left empty
-            except OSError:
-                pass
+    if agreed != output_dir.resolve():
+        remove_unstarted(output_dir)
     return agreed
