@@ -16,6 +16,7 @@ import os
 import sys
 from dataclasses import dataclass, field
 from importlib.metadata import EntryPoint, entry_points
+from pathlib import Path
 from typing import Any
 
 import pluggy
@@ -40,9 +41,25 @@ class PluginInfo:
     models: list[str] = field(default_factory=list)
     hooks: list[str] = field(default_factory=list)
     config_dir: str | None = None
+    #: the entry point's module (``garden_vit.plugin``), read without importing it
+    module: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
+
+    def declared_models(self) -> set[str]:
+        """The models a plugin that was not loaded would bring, as far as its files tell without
+        running its code: its entry-point name and the ``model/*.yaml`` configs in its package."""
+        import importlib.util
+
+        names = {self.name.lower()}
+        try:
+            spec = importlib.util.find_spec((self.module or "").split(".")[0] or self.name)
+        except (ImportError, ValueError):
+            spec = None
+        for folder in (spec.submodule_search_locations or []) if spec else []:
+            names.update(p.stem.lower() for p in Path(folder).glob("**/model/*.yaml"))
+        return names
 
 
 @dataclass
@@ -62,6 +79,11 @@ class Discovery:
     def failures(self) -> list[PluginInfo]:
         return [p for p in self.plugins if p.status == "failed"]
 
+    def blocked_models(self) -> dict[str, str]:
+        """Model name (lower case) -> why it is not loaded, for the models of the plugins that
+        ``GARDEN_PLUGINS`` or ``GARDEN_DISABLE_PLUGINS`` leave out."""
+        return {m: _blocked_by(p) for p in self.plugins if p.status == "blocked" for m in p.declared_models()}
+
     @property
     def config_dirs(self) -> list[str]:
         return [p.config_dir for p in self.plugins if p.status == "loaded" and p.config_dir]
@@ -70,6 +92,16 @@ class Discovery:
 def _names(var: str) -> set[str] | None:
     value = os.environ.get(var, "").strip()
     return {n.strip() for n in value.split(",") if n.strip()} if value else None
+
+
+def _blocked_by(info: PluginInfo) -> str:
+    """Which setting leaves a plugin out, as a clause a message can end with."""
+    disabled = _names("GARDEN_DISABLE_PLUGINS") or set()
+    if {info.distribution, info.name} & disabled:
+        return (f"plugin {info.distribution} is disabled by GARDEN_DISABLE_PLUGINS="
+                f"{os.environ['GARDEN_DISABLE_PLUGINS'].strip()}; remove it from that list to use it")
+    return (f"plugin {info.distribution} is not among GARDEN_PLUGINS={os.environ.get('GARDEN_PLUGINS', '').strip()}; "
+            "add it to that list to use it")
 
 
 def _strict() -> bool:
@@ -154,7 +186,7 @@ def discover() -> Discovery:
         if (dist, ep.name) in seen:  # the same distribution found twice on sys.path
             continue
         seen.add((dist, ep.name))
-        info = PluginInfo(name=ep.name, distribution=dist, version=version)
+        info = PluginInfo(name=ep.name, distribution=dist, version=version, module=ep.value.split(":")[0])
         plugins.append(info)
         if (only is not None and not ({dist, ep.name} & only)) or (blocked and {dist, ep.name} & blocked):
             info.status = "blocked"

@@ -32,14 +32,20 @@ def entries() -> dict[str, ModelEntry]:
 
 
 def get(name: str) -> ModelEntry:
-    """The entry called ``name``, or an error that lists the closest names."""
+    """The entry called ``name``, or an error that says why there is none: its plugin failed or
+    is disabled, or the name is misspelled (the closest names, case aside)."""
     known = entries()
     if name in known:
         return known[name]
     for plugin in discover().failures:
         if plugin.error and f"'{name}'" in plugin.error:
             raise PluginError(f"model '{name}' is unavailable: {plugin.error}")
-    close = difflib.get_close_matches(name, known, n=3, cutoff=0.5) or sorted(known)[:8]
+    blocked = discover().blocked_models()
+    if name.lower() in blocked:
+        raise PluginError(f"model '{name}' is unavailable: {blocked[name.lower()]}")
+    by_lower = {n.lower(): n for n in known}
+    close = [by_lower[c] for c in difflib.get_close_matches(name.lower(), by_lower, n=3, cutoff=0.5)]
+    close = close or sorted(known)[:8]
     hint = f"did you mean {', '.join(close)}?" if close else "no models are installed"
     raise UnknownModelError(
         f"unknown model '{name}' (model={name}); {hint} (python -m garden list shows all)"

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 from garden import registry
 from garden.cli.browse import cmd_list, cmd_plugins, cmd_search, cmd_show, human, megabytes, print_json
@@ -136,9 +137,30 @@ def cmd_plugin(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse, with its usage errors as one line (exit 2) instead of the whole usage text."""
+
+    def error(self, message: str) -> NoReturn:
+        command = self.prog.removeprefix("python -m garden").strip()
+        print(f"error: {command + ': ' if command else ''}{message}; python -m garden --help shows usage",
+              file=sys.stderr)
+        raise SystemExit(2)
+
+
+def port(text: str) -> int:
+    """A TCP port number, 1 to 65535."""
+    try:
+        number = int(text)
+    except ValueError:
+        number = -1
+    if not 1 <= number <= 65535:
+        raise argparse.ArgumentTypeError(f"{text} is not a port number; give one from 1 to 65535, e.g. --port 8000")
+    return number
+
+
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m garden", usage=USAGE, add_help=False)
-    sub = p.add_subparsers(dest="command")
+    p = Parser(prog="python -m garden", usage=USAGE, add_help=False)
+    sub = p.add_subparsers(dest="command", prog="python -m garden")
     ls = sub.add_parser("list")
     ls.add_argument("patterns", nargs="*")
     ls.add_argument("--task")
@@ -164,7 +186,7 @@ def parser() -> argparse.ArgumentParser:
     rg.add_argument("names", nargs="*", help="models to measure (registry measure; default all)")
     rg.add_argument("--json", action="store_true")
     rg.add_argument("--path", default="registry.json")
-    rg.add_argument("--port", type=int, default=8000)
+    rg.add_argument("--port", type=port, default=8000)
     rg.set_defaults(func=cmd_registry)
     pu = sub.add_parser("push")
     pu.add_argument("run_dir")
@@ -190,7 +212,10 @@ COMMANDS = {"list", "search", "show", "registry", "push", "plugins", "plugin"}
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        if not argv or argv[0] in ("-h", "--help", "help"):
+        if not argv:  # a usage error, as argparse and Hydra treat a missing argument
+            print(USAGE, file=sys.stderr)
+            return 2
+        if argv[0] in ("-h", "--help", "help"):
             print(USAGE)
             return 0
         if argv[0] == "plan":
