@@ -4,7 +4,8 @@
 load, or ``None`` for random init:
 
 - ``auto``: the variant's Hub checkpoint at its pinned revision, when cached or downloadable;
-  a training run on a machine that cannot get it starts from random init with a visible note.
+  random init for a variant without one (``tiny``). A pretrained variant whose checkpoint is out
+  of reach stops with one line naming the fixes rather than training from random init.
 - ``hub``: the variant's Hub checkpoint, or an error.
 - ``hub:org/name[@revision]``: any Hub model repo (``main`` when no revision is given).
 - a directory: a ``save_pretrained`` folder or a Hub snapshot.
@@ -58,18 +59,16 @@ REACHABILITY_TIMEOUT_S = 2.0
 
 @dataclass(frozen=True)
 class WeightsResolution:
-    """What a run starts from: ``folder`` to load (``None``: random init), ``origin`` for the
-    run record (``hub org/name@3f49326``, ``local /path``, ``random``), and ``note``, one line
-    to show the user when the outcome is not what they asked for."""
+    """What a run starts from: ``folder`` to load (``None``: random init) and ``origin`` for the
+    run record (``hub org/name@3f49326``, ``local /path``, ``random``)."""
 
     folder: Path | None
     origin: str
-    note: str | None = None
 
 
 class _Unobtainable(Exception):
-    """A checkpoint that is not cached and cannot be downloaded now (offline or unreachable);
-    ``auto`` turns it into random init for training, everything else into a WeightsError."""
+    """A checkpoint that is not cached and cannot be downloaded now (offline or unreachable),
+    turned into a WeightsError that says how to get it or what to run instead."""
 
 
 def resolve_weights(
@@ -167,12 +166,22 @@ def _auto(
     try:
         return _from_hub(repo_id, revision, allow_pickle=allow_pickle)
     except _Unobtainable as why:
-        if for_training:
-            return WeightsResolution(None, "random", note=f"weights=auto: {why}; starting from random init")
-        raise WeightsError(
-            f"weights=auto: {why}, and evaluating untrained weights measures nothing; connect to the "
-            "Hub and retry, or pass weights=random to evaluate random init on purpose"
-        ) from None
+        raise WeightsError(f"weights=auto: {why}; {_without_weights(variant, repo_id, revision, for_training)}") from None
+
+
+def _without_weights(variant: Variant, repo_id: str, revision: str, for_training: bool) -> str:
+    """What to do when a pretrained variant's checkpoint is out of reach: a pretrained variant
+    trained from random init is hours of compute for a model that learns little, and evaluating
+    one measures nothing, so neither happens unless asked for with ``weights=random``."""
+    from huggingface_hub import constants
+
+    get = "unset HF_HUB_OFFLINE" if constants.HF_HUB_OFFLINE else "connect to the Hub (HF_ENDPOINT)"
+    if for_training:
+        return (f"variant '{variant.name}' is meant to start from these weights: {get} and run again "
+                f"(or fetch them first: hf download {repo_id} --revision {revision}), try garden offline "
+                "with model.variant=tiny or preset=smoke, or train from scratch on purpose with weights=random")
+    return (f"evaluating untrained weights measures nothing: {get} and run again (or fetch them first: "
+            f"hf download {repo_id} --revision {revision}), or pass weights=random to evaluate random init on purpose")
 
 
 def _from_hub(repo_id: str, revision: str, *, allow_pickle: bool) -> WeightsResolution:

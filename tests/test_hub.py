@@ -40,7 +40,7 @@ try:
         variant = Variant(**call["variant"]) if call.get("variant") else None
         found = hub.resolve_weights(call["source"], variant, allow_pickle=call.get("allow_pickle", False),
                                     for_training=call.get("for_training", True))
-        result = {"folder": found.folder and str(found.folder), "origin": found.origin, "note": found.note}
+        result = {"folder": found.folder and str(found.folder), "origin": found.origin}
 except WeightsError as error:
     result = {"error": str(error)}
 print(json.dumps(result))
@@ -219,21 +219,25 @@ def test_offline_mode_with_nothing_cached_says_so(client):
     assert "HF_HUB_OFFLINE=1 forbids downloading it" in error and "weights=random" in error
 
 
-def test_auto_trains_from_random_init_with_a_note_when_the_checkpoint_is_out_of_reach(server, client):
+def test_auto_never_trains_a_pretrained_variant_from_random_init_when_its_checkpoint_is_out_of_reach(
+        server, client):
     server.stop()
     variant = {"name": "base", "hub_id": "org/tiny-vit", "revision": "b" * 40}
-    found = client("auto", variant=variant)
-    assert found["folder"] is None and found["origin"] == "random"
-    assert found["note"].startswith("weights=auto: org/tiny-vit@bbbbbbb is not cached")
-    assert found["note"].endswith("starting from random init")
-    refused = client("auto", variant=variant, for_training=False)["error"]
-    assert "weights=random" in refused
+    refused = client("auto", variant=variant)["error"]
+    assert refused.startswith("weights=auto: org/tiny-vit@bbbbbbb is not cached and the Hub at")
+    for fix in ("model.variant=tiny", "preset=smoke", "weights=random", f"hf download org/tiny-vit --revision {'b' * 40}"):
+        assert fix in refused
+    offline = client("auto", variant=variant, offline=True)["error"]
+    assert "HF_HUB_OFFLINE=1 forbids downloading it" in offline and "unset HF_HUB_OFFLINE" in offline
+    evaluating = client("auto", variant=variant, for_training=False)["error"]
+    assert "evaluating untrained weights measures nothing" in evaluating and "weights=random" in evaluating
+    assert client("auto", variant={"name": "tiny"}) == {"folder": None, "origin": "random"}
 
 
 def test_auto_uses_the_variants_pinned_checkpoint_when_reachable(server, client, tiny_vit):
     sha = server.add_repo("org/tiny-vit", tiny_vit)
     found = client("auto", variant={"name": "base", "hub_id": "org/tiny-vit", "revision": sha})
-    assert found["origin"] == f"hub org/tiny-vit@{sha[:7]}" and found["note"] is None
+    assert found["origin"] == f"hub org/tiny-vit@{sha[:7]}"
 
 
 def test_pickle_only_repo_is_refused_unless_allow_pickle(server, client, tiny_vit, tmp_path):

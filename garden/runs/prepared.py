@@ -67,7 +67,7 @@ def prepare(cfg: Any, *, load_data: bool = True) -> Prepared:
             f"model '{entry.name}' variant '{variant.name}' has no pretrained weights to predict with; "
             "pass weights=DIR (a trained run's model/ folder), weights=hub:org/name, or weights=random"
         )
-    notes = [weights.note] if weights.note else []
+    notes: list[str] = []
     spec = BuildSpec(entry=entry, variant=variant, task=cfg.task.name, weights_dir=weights.folder,
                      options=dict(cfg.model.options))
     preprocessor = family.preprocessor(spec)
