@@ -16,11 +16,14 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 
+from garden import registry
 from garden.config import compose, register, sugar, validate_choices
+from garden.console import console
 from garden.errors import GardenError
+from garden.hub import resolve_weights
 from garden.runs.checkpoint import override_value, resume_overrides
 from garden.runs.execution import command_line, execute, own
-from garden.runs.rundir import check_new_sweep
+from garden.runs.rundir import check_new_sweep, remove_unstarted
 from garden.sweep import record_failure
 
 
@@ -47,6 +50,7 @@ def run_hydra(argv: list[str]) -> int:
         run_dir = override_value(argv, "hydra.run.dir")
         if run_dir and "${" not in run_dir:
             own(cfg, Path(run_dir))  # held until the process ends
+        say_what_starts(cfg)
 
     @hydra.main(version_base="1.3", config_path="pkg://garden.conf", config_name="config")
     def job(cfg: Any) -> Any:
@@ -58,16 +62,35 @@ def run_hydra(argv: list[str]) -> int:
         except GardenError as err:
             if sweeping:  # the sweep goes on; its summary names the failed point and its cause
                 return record_failure(output_dir, err)
+            remove_unstarted(output_dir)
             print(f"error: {err}", file=sys.stderr)
             raise SystemExit(2) from None
         except Exception as err:
             if sweeping:
                 return record_failure(output_dir, err)
+            remove_unstarted(output_dir)
+            raise
+        except BaseException:  # a stop signal: a run stopped before its first step leaves nothing
+            if not sweeping:
+                remove_unstarted(output_dir)
             raise
 
     sys.argv = [sys.argv[0], *argv]
     job()
     return 0
+
+
+def say_what_starts(cfg: Any) -> None:
+    """The run's first line, printed before torch loads (several seconds on a laptop): what runs,
+    from which weights. The weights are resolved first (torch-free: the Hub cache, or a download
+    with its own progress bar), so a pretrained variant whose checkpoint is out of reach stops
+    here with one line and no run folder (:func:`garden.hub.resolve_weights`)."""
+    entry = registry.get(cfg.model.name)
+    variant = entry.variant(cfg.model.variant)
+    weights = resolve_weights(cfg.weights.source, variant, allow_pickle=cfg.weights.allow_pickle,
+                              for_training=cfg.mode == "train", entry=entry)
+    console.print(f"[bold]{entry.name}[/] ({variant.name}) · {cfg.task.name} · {cfg.mode} · weights "
+                  f"{weights.origin} · loading torch…", highlight=False)
 
 
 def _sweep_choices(overrides: list[str]) -> list[list[str]]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from garden.errors import ConfigError
 from garden.hookspecs import Block
 from garden.partition.ipu_config import IPUConfig, inference_layout, ipu_config_from_dict, read_ipu_config, training_layout
 from garden.partition.planner import Plan, plan_stages, uniform_layers
@@ -126,6 +127,13 @@ def plan_for(prepared: Any, model: Any, sample_batch: dict[str, Any] | None, *, 
     setting = "ipu.layers_per_ipu" if training else "ipu.inference_layers_per_ipu"
     plan = plan_stages(costs, layers, model=prepared.entry.name, n_stages=ipus,
                        memory_budget=parse_bytes(cfg.ipu.memory_budget), setting=setting)
+    automatic = [-1] * ipus if list(layers) == [-1] else list(layers)
+    empty = [stage.index for stage in plan.stages if not stage.blocks and automatic[stage.index] == -1]
+    if empty:  # more IPUs than the model has blocks to place
+        raise ConfigError(
+            f"{setting.replace('layers_per_ipu', 'ipus_per_replica')}={ipus} leaves {len(empty)} automatic stages of "
+            f"model '{prepared.entry.name}' with nothing to run (it has {sum(b.kind == 'layer' for b in blocks)} layers); "
+            f"use at most {ipus - len(empty)} IPUs")
     n_layers = sum(b.kind == "layer" for b in blocks)
     uniform = None
     if ipus > 1 and n_layers >= ipus:

@@ -22,15 +22,15 @@ def plan_run(overrides: list[str]) -> tuple[Prepared, StagePlan]:
     weights (planning needs shapes, not trained values). With ``ipu.cost=params`` it is built on
     the meta device, so even the largest variant plans in a moment.
     """
-    import torch
-
     picked = choices(overrides)
     extra = []
     if "task" not in picked and "model" in picked:
         extra.append(f"task={registry.get(picked['model']).tasks[0]}")
     if "weights" not in picked:
         extra.append("weights=random")
-    cfg = compose([*overrides, *extra])
+    cfg = compose([*overrides, *extra])  # a bad setting stops here, before torch loads
+    import torch
+
     prepared = prepare(cfg)
     spec = dataclasses.replace(prepared.spec, weights_dir=None)
     sample = sample_batch(prepared.data)

@@ -25,6 +25,7 @@ import datetime
 import errno
 import json
 import os
+import shutil
 import socket
 import time
 from dataclasses import dataclass
@@ -126,6 +127,27 @@ def claim(run_dir: Path, *, resuming: bool, key: str = "hydra.run.dir") -> Claim
         write_holder(fd)
     _held[run_dir] = held
     return held
+
+
+def holds_only_setup(run_dir: Path) -> bool:
+    """Whether ``run_dir`` holds nothing but what is written before a run starts: Hydra's
+    ``.hydra/`` and log, and the lock."""
+    return all(p.name in (".hydra", LOCK) or p.suffix == ".log" for p in run_dir.iterdir())
+
+
+def remove_unstarted(run_dir: Path) -> None:
+    """Remove the folder of a run that stopped before it started (a refused weight source, a
+    bad setting only the model could tell), so failed commands leave no empty run folders
+    behind; a folder holding anything else is left as it is, and so is its date folder unless
+    this leaves it empty."""
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir() or not holds_only_setup(run_dir):
+        return
+    shutil.rmtree(run_dir, ignore_errors=True)
+    try:
+        run_dir.parent.rmdir()  # a date folder left empty
+    except OSError:
+        pass
 
 
 def write_holder(fd: int) -> None:
