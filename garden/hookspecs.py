@@ -136,6 +136,11 @@ class ModelFamily:
         """Return what turns raw inputs into model inputs (an image processor, a tokenizer)."""
         return None
 
+    def check_weights(self, spec: BuildSpec) -> None:
+        """Raise :class:`garden.errors.WeightsError` when ``spec.weights_dir`` holds another kind
+        of model, naming what it holds; called before :meth:`preprocessor` and :meth:`build`
+        read the folder, whose own errors would be far from the cause. The default checks nothing."""
+
     def stage_blocks(self, model: "torch.nn.Module", task: str) -> "list[Block]":
         """The model as an ordered list of blocks, for pipeline partitioning."""
         raise NotImplementedError

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from garden import weights
+from garden.errors import WeightsError
 from garden.hookspecs import BuildSpec, ModelFamily
 
 
@@ -72,6 +73,30 @@ class TransformersFamily(ModelFamily):
                     setattr(config, key, float(spec.options["dropout"]))
         return config
 
+    def check_weights(self, spec: BuildSpec) -> None:
+        """The folder's ``config.json`` must describe this family's kind of model (its
+        ``model_type``): a BERT run pointed at a ViT folder fails on what the folder says it is,
+        not deep in a tokenizer it lacks."""
+        import json
+
+        from garden import registry
+
+        path = Path(spec.weights_dir) / "config.json"
+        try:
+            found = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as err:
+            raise WeightsError(f"{path} is not a readable model config ({err}); re-save the checkpoint") from None
+        expected = transformers_class(self.config_class).model_type
+        kind = found.get("model_type") if isinstance(found, dict) else None
+        if kind is None or kind == expected:
+            return
+        architectures = ", ".join(found.get("architectures") or []) or "no architecture named"
+        models = [name for name in registry.entries() if name == kind or kind.startswith(name + "-")]
+        fix = f"run it with model={models[0]}" if models else f"no installed plugin has a '{kind}' model"
+        raise WeightsError(
+            f"weights={spec.weights_dir} holds a '{kind}' model ({architectures}), not a '{expected}' one as "
+            f"model={spec.entry.name} needs; {fix}, or give model={spec.entry.name} a {expected} checkpoint")
+
     def build(self, spec: BuildSpec) -> Any:
         head = transformers_class(self.heads[spec.task])
         config = self.config(spec)
@@ -94,8 +119,10 @@ class TransformersFamily(ModelFamily):
         verbosity = hf_logging.get_verbosity()
         hf_logging.set_verbosity_error()  # garden prints its own one-line report
         try:
+            # pickles reach here only past weights.allow_pickle=true (garden.hub's check)
+            pickled = source is not None and not weights.checkpoint_files(source)
             model, info = head.from_pretrained(source, config=config, ignore_mismatched_sizes=True,
-                                               use_safetensors=True, output_loading_info=True, **kwargs)
+                                               use_safetensors=not pickled, output_loading_info=True, **kwargs)
         finally:
             hf_logging.set_verbosity(verbosity)
         try:

@@ -70,6 +70,8 @@ def prepare(cfg: Any, *, load_data: bool = True) -> Prepared:
     notes: list[str] = []
     spec = BuildSpec(entry=entry, variant=variant, task=cfg.task.name, weights_dir=weights.folder,
                      options=dict(cfg.model.options))
+    if weights.folder is not None:
+        family.check_weights(spec)
     preprocessor = family.preprocessor(spec)
     data = task.load(cfg, preprocessor) if load_data else None
     if data is not None:
@@ -100,4 +102,7 @@ def load_model(
                                    entry=entry)
     spec = BuildSpec(entry=entry, variant=chosen, task=task, weights_dir=resolved.folder,
                      labels=tuple(labels) if labels else None)
-    return family_of(entry).build(spec)
+    family = family_of(entry)
+    if resolved.folder is not None:
+        family.check_weights(spec)
+    return family.build(spec)
