@@ -15,10 +15,10 @@ from typing import Any
 import hydra
 from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
+from rich.console import Console
 
 from garden import registry
 from garden.config import compose, register, sugar, validate_choices
-from garden.console import console
 from garden.errors import GardenError
 from garden.hub import resolve_weights
 from garden.runs.checkpoint import override_value, resume_overrides
@@ -81,7 +81,7 @@ def run_hydra(argv: list[str]) -> int:
 
 
 def say_what_starts(cfg: Any) -> None:
-    """The run's first line, printed before torch loads (several seconds on a laptop): what runs,
+    """The run's first line, on stdout before torch loads (several seconds on a laptop): what runs,
     from which weights. The weights are resolved first (torch-free: the Hub cache, or a download
     with its own progress bar), so a pretrained variant whose checkpoint is out of reach stops
     here with one line and no run folder (:func:`garden.hub.resolve_weights`)."""
@@ -89,8 +89,9 @@ def say_what_starts(cfg: Any) -> None:
     variant = entry.variant(cfg.model.variant)
     weights = resolve_weights(cfg.weights.source, variant, allow_pickle=cfg.weights.allow_pickle,
                               for_training=cfg.mode == "train", entry=entry)
-    console.print(f"[bold]{entry.name}[/] ({variant.name}) · {cfg.task.name} · {cfg.mode} · weights "
-                  f"{weights.origin} · loading torch…", highlight=False)
+    # stdout, where the run's results go: stderr keeps to progress, notes and the one-line errors
+    Console(highlight=False).print(f"[bold]{entry.name}[/] ({variant.name}) · {cfg.task.name} · {cfg.mode} · "
+                                   f"weights {weights.origin} · loading torch…")
 
 
 def _sweep_choices(overrides: list[str]) -> list[list[str]]:
