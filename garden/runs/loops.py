@@ -19,8 +19,8 @@ from typing import Any
 from rich.progress import Progress
 
 from garden.backends.base import Backend
-from garden.console import console, progress
-from garden.errors import ConfigError
+from garden.console import console, duration, progress
+from garden.errors import ConfigError, reading
 from garden.files import write_atomic
 from garden.runs import checkpoint
 from garden.runs.data import loader, shard_sizes, sharded_loader
@@ -208,6 +208,8 @@ def train_until_stopped(prepared: Prepared, backend: Backend, output_dir: Path, 
 
     state = checkpoint.Position()
     history = None
+    estimate: dict[str, Any] = {}
+    epoch_details: dict[str, Any] = {}  # the latest per-epoch evaluation's confusion matrix
     if not evaluate_only:
         replica, replicas, accumulation = backend.replica, backend.replicas, backend.accumulation
         train_loader, batches, generator = sharded_loader(
@@ -256,6 +258,7 @@ def train_until_stopped(prepared: Prepared, backend: Backend, output_dir: Path, 
         history = History(output_dir, writer=backend.is_writer, share=backend.share, logger=cfg.logger,
                           resumed_at=state.step if checkpoint.wants_resume(checkpoint.resume_target(cfg)) else None)
 
+        timed: list[float] = []  # this process's step times, for the estimate of the whole run
         with progress(quiet) as bar:
             job = bar.add_task("train", total=total, completed=state.step, info="")
             while state.step < total or state.epoch_open:
@@ -291,6 +294,7 @@ def train_until_stopped(prepared: Prepared, backend: Backend, output_dir: Path, 
                     optimizer.zero_grad(set_to_none=True)
                     seconds = time.perf_counter() - start
                     state.seconds += seconds
+                    timed.append(seconds)
                     state.samples += size
                     state.step += 1
                     state.batch += 1
@@ -301,6 +305,9 @@ def train_until_stopped(prepared: Prepared, backend: Backend, output_dir: Path, 
                     if recent and state.step % max(1, tcfg.log_every) == 0:
                         bar.update(job, info=f"loss {sum(recent) / len(recent):.4f}")
                     bar.advance(job)
+                    if len(timed) == ESTIMATE_AFTER and state.step < total and backend.is_writer:
+                        estimate = estimate_line(timed, state.step, total, per_epoch, tcfg.eval, len(data.eval))
+                        console.print(f"[yellow]estimate:[/] {estimate.pop('line')}", highlight=False)
                     stopping = stop.agreed()
                     if stopping or (tcfg.checkpoint_every and state.step % tcfg.checkpoint_every == 0):
                         saved_at = save_checkpoint()
@@ -312,7 +319,9 @@ def train_until_stopped(prepared: Prepared, backend: Backend, output_dir: Path, 
                 record = backend.share(record)
                 if tcfg.eval:
                     try:
-                        record.update({f"eval_{k}": v for k, v in evaluate(prepared, backend, bar, stop).items()})
+                        epoch_details.clear()
+                        record.update({f"eval_{k}": v
+                                       for k, v in evaluate(prepared, backend, bar, stop, epoch_details).items()})
                     except Stopping:  # the epoch stays open: a resume evaluates it again
                         stopped(stop.signal, state.step, total, save_checkpoint(), output_dir, backend,
                                 during="an evaluation")
@@ -322,15 +331,19 @@ def train_until_stopped(prepared: Prepared, backend: Backend, output_dir: Path, 
                 state.epoch_open = False
             if tcfg.checkpoint_every:
                 save_checkpoint()
-    details: dict[str, Any] = {}
-    with progress(quiet) as bar:
-        try:
-            final = evaluate(prepared, backend, bar, stop, details)
-        except Stopping:
-            if evaluate_only:
-                stopped(stop.signal, None, None, None, output_dir, backend, during="the evaluation")
-            stopped(stop.signal, state.step, state.step, save_checkpoint(), output_dir, backend,
-                    during="the final evaluation")
+    details: dict[str, Any] = {}  # the final evaluation's confusion matrix
+    final = evaluated_at(state, epoch_details)  # the last epoch's evaluation, when it saw these very weights
+    if final is None:
+        with progress(quiet) as bar:
+            try:
+                final = evaluate(prepared, backend, bar, stop, details)
+            except Stopping:
+                if evaluate_only:
+                    stopped(stop.signal, None, None, None, output_dir, backend, during="the evaluation")
+                stopped(stop.signal, state.step, state.step, save_checkpoint(), output_dir, backend,
+                        during="the final evaluation")
+    else:
+        details = epoch_details
 
     samples, seconds = state.samples, state.seconds
     metrics = {
@@ -346,6 +359,8 @@ def train_until_stopped(prepared: Prepared, backend: Backend, output_dir: Path, 
         "steps": state.step,
         "batch": {k: v for k, v in layout.items() if k != "even"},
         "train_samples_per_second": round(samples / seconds, 3) if seconds else None,
+        "train_seconds": round(seconds, 3),
+        "estimate": estimate or None,
         "history": state.history,
         "eval": final,
     }
@@ -366,6 +381,43 @@ def train_until_stopped(prepared: Prepared, backend: Backend, output_dir: Path, 
         write_json(output_dir / "metrics.json", metrics)  # last: the mark of a finished run
         summary(metrics, output_dir)
     return metrics
+
+
+#: the step after which a run prints its estimate: the first step (allocations, caches, lazy
+#: initialisation) is left out of the pace, the next ones measure it
+ESTIMATE_AFTER = 3
+
+
+def estimate_line(timed: list[float], step: int, total: int, per_epoch: int, evaluates: bool,
+                  eval_examples: int) -> dict[str, Any]:
+    """The whole run's training time at the pace of the steps after the first, as a record for
+    metrics.json (``train_seconds`` the estimate, ``seconds_per_step``) with a ``line`` to print
+    that names the ways to a shorter run when this one takes long."""
+    pace = sum(timed[1:]) / len(timed[1:])
+    whole = sum(timed) + pace * (total - step)
+    evaluations = math.ceil(total / per_epoch) if evaluates else 1  # the last epoch's is the final one
+    line = (f"{total} steps at {pace:.2f} s a step: about {duration(whole)} of training, plus {evaluations} "
+            f"evaluation{'s' * (evaluations != 1)} of {eval_examples} examples")
+    if whole > LONG_RUN_S:
+        fit = max(1, int(LONG_RUN_S / pace))
+        line += (f"; to finish in about {duration(LONG_RUN_S)} set trainer.max_steps={fit} (or preset=smoke, "
+                 "model.variant=tiny); Ctrl-C stops with a checkpoint to resume")
+    return {"train_seconds": round(whole, 1), "seconds_per_step": round(pace, 4), "after_steps": len(timed),
+            "line": line}
+
+
+#: a run estimated longer than this gets a suggestion for a shorter one
+LONG_RUN_S = 600
+
+
+def evaluated_at(state: checkpoint.Position, details: dict[str, Any]) -> dict[str, float] | None:
+    """The metrics of the evaluation that closed the last epoch in this process, when no step came
+    after it (the run ended at that epoch's end, or ``trainer.max_steps`` ended the epoch there):
+    the final evaluation would see the same weights and give the same numbers (and ``details``,
+    its confusion matrix), at the cost of another pass."""
+    last = state.history[-1] if state.history else {}
+    metrics = {k.removeprefix("eval_"): v for k, v in last.items() if k.startswith("eval_")}
+    return metrics if metrics and last.get("steps") == state.step and "confusion" in details else None
 
 
 def stopped(signum: int | None, step: int | None, total: int | None, saved_at: Path | None, output_dir: Path,
@@ -392,7 +444,12 @@ def infer(prepared: Prepared, backend: Backend, output_dir: Path) -> dict[str, A
     backend.precision = resolve_precision(cfg.infer.precision,
                                           allow_bf16=task.bf16_inference and params >= BF16_MIN_PARAMS)
     announce(prepared, backend)
-    examples = task.load_inputs(cfg.infer.inputs, prepared.preprocessor, data) if cfg.infer.inputs else data.eval
+    examples = data.eval
+    if cfg.infer.inputs:
+        with reading(cfg.data.skip_unreadable) as policy:
+            examples = task.load_inputs(cfg.infer.inputs, prepared.preprocessor, data)
+        if policy.warning() and backend.is_writer:
+            console.print(f"[yellow]warning:[/] {policy.warning()}", highlight=False)
     rows: list[dict] = []
     batches = loader(examples, data.collate, cfg.data.eval_batch_size or cfg.data.batch_size, shuffle=False,
                      seed=cfg.seed, workers=cfg.data.num_workers)
