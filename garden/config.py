@@ -68,6 +68,9 @@ class DataConfig:
     max_length: Optional[int] = number(None, at_least=1, means="tokens per example")
     truncation: bool = True
     sample_rate: int = number(16000, at_least=1, means="audio samples per second")
+    #: an image, audio file or text line that cannot be read stops the run, naming it; true skips
+    #: such inputs with one warning that counts them (training and inference alike)
+    skip_unreadable: bool = False
     options: Dict[str, Any] = field(default_factory=dict)
 
 

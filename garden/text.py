@@ -17,9 +17,9 @@ import json
 import os
 import shutil
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
-from garden.errors import ConfigError, DataError
+from garden.errors import ConfigError, DataError, unreadable
 from garden.files import staging_folder
 
 FORMATS = {".csv": "csv", ".json": "json", ".jsonl": "jsonl"}
@@ -91,18 +91,28 @@ EXPECTED = {
 }
 
 
+def text_lines(file: Path) -> Iterator[tuple[int, str]]:
+    """``(number, line)`` for each UTF-8 line of ``file``; a line that is not UTF-8 is refused or
+    skipped as :class:`garden.errors.Unreadable` says, naming the file and the line."""
+    for number, raw in enumerate(file.read_bytes().splitlines(), start=1):
+        try:
+            yield number, raw.decode("utf-8")
+        except UnicodeDecodeError as err:
+            unreadable().found(f"{file}: line {number} is not UTF-8 text ({err.reason} at byte {err.start})", "line")
+
+
 def _read_rows(file: Path, kind: str) -> list[Any]:
     """Parse ``file``: JSON and JSONL with ``json`` (to name the bad line), CSV with ``datasets``."""
     expected = EXPECTED[kind]
     if kind == "jsonl":
         rows = []
-        for number, line in enumerate(file.read_text(encoding="utf-8").splitlines(), start=1):
+        for number, line in text_lines(file):
             if line.strip():
                 try:
                     rows.append(json.loads(line))
                 except json.JSONDecodeError as err:
-                    raise DataError(f"data.path={file}: line {number} is not JSON ({err.msg}); "
-                                    f"expected {expected}") from None
+                    unreadable().found(f"data.path={file}: line {number} is not JSON ({err.msg}); expected {expected}",
+                                       "line")
         return rows
     if kind == "json":
         try:
@@ -179,8 +189,7 @@ def read_inputs(spec: str, field: str) -> list[tuple[str, str]]:
     if not is_file:
         return [(spec, spec)]
     if suffix == ".txt":
-        lines = [ln.strip() for ln in path.read_text(encoding="utf-8").splitlines()]
-        texts = [ln for ln in lines if ln]
+        texts = [line.strip() for _, line in text_lines(path) if line.strip()]
         if not texts:
             raise DataError(f"infer.inputs={spec} holds no text lines")
         return [(f"{path.name}:{i}", t) for i, t in enumerate(texts, start=1)]

@@ -193,24 +193,24 @@ def test_audio_at_another_sample_rate_is_resampled_with_a_note(tmp_path, capsys)
     assert len(p.data.train[0]["input_values"]) == 8000  # half a second at 16 kHz
 
 
-def test_a_corrupt_audio_file_is_skipped_with_a_note_naming_it(tmp_path, capsys):
+def test_a_corrupt_audio_file_is_skipped_with_a_warning_when_asked(tmp_path):
     write_speech(tmp_path, 16000, {"good0.wav": "go", "good1.wav": "stop", "good2.wav": "up", "broken.wav": "no"})
     (tmp_path / "broken.wav").write_bytes(b"RIFF not really a wave file")
     p = prepared("model=hubert", "task=audio-classify", "model.variant=tiny", "weights=random", f"data.path={tmp_path}",
-                 "+data.options.label_column=transcript")
-    err = capsys.readouterr().err
-    assert "skipped 1 audio file(s)" in err and "broken.wav" in err and "data.options.strict=true" in err
+                 "+data.options.label_column=transcript", "data.skip_unreadable=true")
+    [warning] = [n for n in p.notes if n.startswith("skipped 1 audio file that could not be read")]
+    assert "data.skip_unreadable=true" in warning and "broken.wav" in warning
     assert len(p.data.train) + len(p.data.eval) == 3 and p.data.labels == ("go", "stop", "up")
 
 
-def test_a_corrupt_audio_file_stops_a_strict_run_with_one_line_naming_it(tmp_path, cli):
+def test_a_corrupt_audio_file_stops_the_run_with_one_line_naming_it(tmp_path, cli):
     data = tmp_path / "speech"
     write_speech(data, 16000, {"good0.wav": "go", "good1.wav": "stop", "broken.wav": "no"})
     (data / "broken.wav").write_bytes(b"RIFF not really a wave file")
-    result = cli("model=wav2vec2", "task=asr", "model.variant=tiny", "weights=random", f"data.path={data}",
-                 "+data.options.strict=true")
+    result = cli("model=wav2vec2", "task=asr", "model.variant=tiny", "weights=random", f"data.path={data}")
     assert result.returncode == 2, result.output
     assert f"cannot decode audio file {data / 'broken.wav'}" in result.stderr
+    assert "set data.skip_unreadable=true to skip unreadable audio files" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1, result.stderr
 
 

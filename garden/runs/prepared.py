@@ -15,7 +15,7 @@ from typing import Any
 
 from garden import hub, registry
 from garden.entries import ModelEntry, Variant
-from garden.errors import ConfigError, WeightsError
+from garden.errors import ConfigError, WeightsError, reading
 from garden.hookspecs import BuildSpec, ModelFamily
 from garden.tasks.base import Task, TaskData
 
@@ -73,7 +73,11 @@ def prepare(cfg: Any, *, load_data: bool = True) -> Prepared:
     if weights.folder is not None:
         family.check_weights(spec)
     preprocessor = family.preprocessor(spec)
-    data = task.load(cfg, preprocessor) if load_data else None
+    data = None
+    if load_data:
+        with reading(cfg.data.skip_unreadable) as policy:
+            data = task.load(cfg, preprocessor)
+        notes += [policy.warning()] if policy.warning() else []
     if data is not None:
         spec = dataclasses.replace(spec, labels=data.labels, options={**spec.options, **data.info})
         notes += data.notes

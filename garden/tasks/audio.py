@@ -6,8 +6,8 @@ spoke for garden in six voices, shipped in ``garden/tasks/data/speech`` so runs 
 CSV (``file,transcript[,speaker,label]``, LibriSpeech-style) or, for ``audio-classify``,
 class sub-folders (``DIR/<label>/<file>.wav``, Speech Commands-style); ``data.hub=NAME`` a Hub
 audio dataset. Audio at another rate is resampled to ``data.sample_rate`` with a note; a file
-that cannot be decoded is skipped with a note naming it, or stops the run when
-``data.options.strict=true``.
+that cannot be decoded stops the run with one line naming it, or is skipped with a warning
+under ``data.skip_unreadable=true`` (:class:`garden.errors.Unreadable`, as for images and text).
 
 A model without a pretrained vocabulary learns a character-level CTC vocabulary from the
 transcripts (``|`` between words, ``<pad>`` the CTC blank), saved with the model::
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-from garden.errors import ConfigError, DataError
+from garden.errors import ConfigError, DataError, unreadable
 from garden.tasks.base import Classification, Task, TaskData, limit, split
 
 AUDIO_SUFFIXES = (".wav", ".flac", ".ogg")
@@ -59,12 +59,12 @@ def default_speech() -> Path:
 
 
 class AudioReader:
-    """Decodes audio files with soundfile, resampling to ``rate`` and skipping (or refusing) bad files."""
+    """Decodes audio files with soundfile, resampling to ``rate``; a file that does not decode is
+    refused or skipped as :class:`garden.errors.Unreadable` says."""
 
-    def __init__(self, rate: int, strict: bool):
-        self.rate, self.strict = rate, strict
+    def __init__(self, rate: int):
+        self.rate = rate
         self.resampled: dict[int, int] = {}
-        self.skipped: list[str] = []
 
     def read(self, path: Path) -> Any:
         """The file's samples as mono float32 at ``rate``, or ``None`` for a skipped file."""
@@ -75,10 +75,7 @@ class AudioReader:
             audio, rate = soundfile.read(str(path), dtype="float32", always_2d=True)
         except Exception as err:  # soundfile raises several types for missing and corrupt files
             reason = str(err).splitlines()[0] if str(err) else type(err).__name__
-            if self.strict:
-                raise DataError(f"cannot decode audio file {path} ({reason}); fix or remove it, or drop "
-                                f"data.options.strict to skip it") from None
-            self.skipped.append(f"{path} ({reason})")
+            unreadable().found(f"cannot decode audio file {path} ({reason})", "audio file")
             return None
         audio = audio.mean(axis=1)
         if rate != self.rate:
@@ -90,13 +87,9 @@ class AudioReader:
         return audio
 
     def notes(self) -> None:
-        """Print what was resampled or skipped, once per run."""
+        """Print what was resampled, once per run."""
         for rate, count in sorted(self.resampled.items()):
             say_note(f"{count} audio file(s) at {rate} Hz were resampled to {self.rate} Hz (data.sample_rate)")
-        if self.skipped:
-            more = f" and {len(self.skipped) - 3} more" if len(self.skipped) > 3 else ""
-            say_note(f"skipped {len(self.skipped)} audio file(s) that could not be decoded: "
-                     f"{'; '.join(self.skipped[:3])}{more}; set data.options.strict=true to stop instead")
 
 
 def first_column(columns: Sequence[str], wanted: Sequence[str], where: Any) -> str:
@@ -171,7 +164,7 @@ def read_hub(name: str, reader: AudioReader) -> list[Utterance]:
 def read_speech(cfg: Any, rate: int) -> tuple[list[Utterance], str]:
     """The utterances ``cfg.data`` names (user folder, Hub, or the shipped set) and where they came from."""
     data = cfg.data
-    reader = AudioReader(rate, strict=bool(data.options.get("strict", False)))
+    reader = AudioReader(rate)
     if data.path:
         utterances, source = read_folder(data.path, reader), f"folder {data.path}"
     elif data.hub:
@@ -307,8 +300,8 @@ class SpeechTask(Task):
         paths = [p for p in paths if p.suffix.lower() in AUDIO_SUFFIXES]
         if not paths:
             raise DataError(f"infer.inputs={pattern} matches no audio files ({', '.join(AUDIO_SUFFIXES)})")
-        reader = AudioReader(self.rate, strict=True)
-        items = [(str(p), reader.read(p), {}) for p in paths]
+        reader = AudioReader(self.rate)
+        items = [(str(p), audio, {}) for p in paths if (audio := reader.read(p)) is not None]
         reader.notes()
         return Waveforms(items, self.extractor, self.rate)
 

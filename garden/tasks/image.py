@@ -8,10 +8,11 @@ package, so runs work offline); ``data.path=DIR`` reads an ImageFolder-style dir
 from __future__ import annotations
 
 import glob
+import io
 from pathlib import Path
 from typing import Any
 
-from garden.errors import DataError
+from garden.errors import DataError, unreadable
 from garden.tasks.base import Classification, TaskData, limit, split
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".webp", ".tif", ".tiff")
@@ -36,11 +37,37 @@ def image_folder(path: str) -> tuple[list[Any], list[int], tuple[str, ...]]:
         raise DataError(f"data.path={path} is not a directory; point it at DIR/<class>/<image> files")
     if not any(p.suffix.lower() in IMAGE_SUFFIXES for p in root.rglob("*")):
         raise DataError(f"data.path={path} holds no images ({', '.join(IMAGE_SUFFIXES)})")
-    from datasets import load_dataset
+    import datasets
 
-    ds = load_dataset("imagefolder", data_dir=str(root), split="train")
+    quiet = datasets.are_progress_bars_disabled()
+    datasets.disable_progress_bars()  # its bar for a few hundred files would be the run's second line
+    try:
+        ds = datasets.load_dataset("imagefolder", data_dir=str(root), split="train")
+    finally:
+        if not quiet:
+            datasets.enable_progress_bars()
+    ds = ds.cast_column("image", datasets.Image(decode=False))
     names = tuple(ds.features["label"].names)
-    return [im.convert("RGB") for im in ds["image"]], list(ds["label"]), names
+    images, targets = [], []
+    for file, target in zip(ds["image"], ds["label"]):  # decoded here, to name a file that does not decode
+        image = read_image(file["path"] or io.BytesIO(file["bytes"]))
+        if image is not None:
+            images.append(image)
+            targets.append(target)
+    return images, targets, names
+
+
+def read_image(path: Any) -> Any:
+    """The image at ``path`` as RGB, or ``None`` for one skipped as unreadable
+    (:class:`garden.errors.Unreadable`: else the run stops, naming it)."""
+    from PIL import Image
+
+    try:
+        with Image.open(path) as image:
+            return image.convert("RGB")
+    except Exception as err:  # PIL raises UnidentifiedImageError, OSError, SyntaxError, ... for corrupt files
+        unreadable().found(f"cannot read image {path} ({' '.join(str(err).split()) or type(err).__name__})", "image")
+        return None
 
 
 def hub_images(name: str) -> tuple[list[Any], list[int], tuple[str, ...]]:
@@ -114,8 +141,6 @@ class ImageClassification(Classification):
         return model(pixel_values=batch["pixel_values"]).logits
 
     def load_inputs(self, pattern: str, preprocessor: Any, data: TaskData) -> list[Any]:
-        from PIL import Image
-
         paths = sorted(glob.glob(str(Path(pattern).expanduser() / "**" / "*"), recursive=True)) \
             if Path(pattern).expanduser().is_dir() else sorted(glob.glob(str(Path(pattern).expanduser())))
         paths = [p for p in paths if p.lower().endswith(IMAGE_SUFFIXES)]
@@ -123,10 +148,9 @@ class ImageClassification(Classification):
             raise DataError(f"infer.inputs={pattern} matches no image files ({', '.join(IMAGE_SUFFIXES)})")
         examples = []
         for p in paths:
-            try:
-                image = Image.open(p).convert("RGB")
-            except Exception as err:
-                raise DataError(f"infer.inputs: cannot read image {p}: {err}") from None
+            image = read_image(p)
+            if image is None:
+                continue
             pixels = preprocessor(images=image, return_tensors="pt")["pixel_values"][0]
             examples.append({"pixel_values": pixels, "input_name": p})
         return examples
