@@ -320,3 +320,20 @@ def test_registry_serve_without_a_registry_json_serves_the_installed_plugins(tmp
         server.server_close()
     assert served == json.loads(registry.render(registry.registry_document()))
     assert "vit" in [m["name"] for m in served["models"]]
+
+
+def test_an_ipu_config_file_with_a_misspelt_field_is_refused_naming_it(tmp_path):
+    from garden.errors import ConfigError
+    from garden.partition.ipu_config import IGNORED_FIELDS, read_ipu_config
+
+    file = tmp_path / "ipu_config.json"
+    file.write_text(json.dumps({"layers_per_ipuu": [3, 3, 3, 3], "ipus_per_replica": 4}))
+    with pytest.raises(ConfigError) as refused:
+        read_ipu_config(file)
+    assert str(refused.value) == (
+        f"{file}: 'layers_per_ipuu' is not a field of optimum-graphcore's IPUConfig (did you mean layers_per_ipu?); "
+        "fix or remove it (docs/ipu.md lists the fields garden applies and those it ignores)")
+    # fields optimum has and garden knowingly does not apply, and the versions optimum records, still read
+    file.write_text(json.dumps({"layers_per_ipu": [6, 6], "optimum_version": "1.0.0",
+                                **{name: None for name in IGNORED_FIELDS}}))
+    assert read_ipu_config(file).layers_per_ipu == [6, 6]

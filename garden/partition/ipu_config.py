@@ -10,7 +10,8 @@ and what :func:`write_ipu_config` writes loads with ``IPUConfig.from_pretrained(
 
 Fields garden does not use (:data:`IGNORED_FIELDS`, ``optimum_version``, ...) are kept in
 ``extra`` and written back unchanged, so a read-modify-write loses nothing; :func:`ignored_fields`
-names those a config sets, for the one warning per field a run prints.
+names those a config sets, for the one warning per field a run prints. A file with any other
+field (``layers_per_ipuu``) is refused, naming it, rather than have the misspelt setting ignored.
 """
 
 from __future__ import annotations
@@ -92,6 +93,9 @@ IGNORED_FIELDS = {
     "enable_half_first_order_momentum": "deprecated in optimum",
 }
 
+#: what optimum's ``to_json_file`` records beside the fields: the versions that wrote the file
+VERSION_FIELDS = ("optimum_version", "transformers_version")
+
 #: what an ignored field holds when it asks for nothing (no warning then)
 _NOTHING = (None, False, 0, 1, {}, [])
 
@@ -159,6 +163,15 @@ def read_ipu_config(path: str | os.PathLike) -> IPUConfig:
         raise ConfigError(f"{file} is not valid JSON: {err}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{file} must hold a JSON object, got {type(data).__name__}")
+    unknown = sorted(set(data) - set(_FIELD_NAMES) - set(IGNORED_FIELDS) - set(VERSION_FIELDS))
+    if unknown:  # a misspelt field would otherwise be kept in extra and silently do nothing
+        import difflib
+
+        close = difflib.get_close_matches(unknown[0], [*_FIELD_NAMES, *IGNORED_FIELDS], n=1)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        more = f" (and {', '.join(unknown[1:])})" if unknown[1:] else ""
+        raise ConfigError(f"{file}: '{unknown[0]}'{more} is not a field of optimum-graphcore's IPUConfig{hint}; "
+                          "fix or remove it (docs/ipu.md lists the fields garden applies and those it ignores)")
     return ipu_config_from_dict(data, source=str(file))
 
 
