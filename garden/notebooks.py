@@ -19,7 +19,6 @@ notebooks live in ``notebooks/`` (written by :func:`write_builtin`, checked by a
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -27,27 +26,14 @@ from garden import __version__, registry
 from garden.entries import ModelEntry
 from garden.errors import ConfigError
 from garden.files import write_atomic
+from garden.serve import notebook_path
 
 #: where the built-in entries' notebooks live, relative to the repository root
 FOLDER = "notebooks"
-#: e.g. https://colab.research.google.com/github/ORG/garden/blob/main/{path}
-URL_VARIABLE = "GARDEN_NOTEBOOK_URL"
 
 
 def filename(model: str, task: str) -> str:
-    return f"{model}-{task}.ipynb"
-
-
-def launch_url(path: str, template: str | None = None) -> str | None:
-    """The "Open in ..." link for a notebook at ``path`` (relative to the repository root), from
-    ``GARDEN_NOTEBOOK_URL`` (``{path}`` is replaced); ``None`` when no template is set."""
-    template = os.environ.get(URL_VARIABLE) if template is None else template
-    if not template:
-        return None
-    if "{path}" not in template:
-        raise ConfigError(f"{URL_VARIABLE}={template} has no {{path}}; e.g. "
-                          "https://colab.research.google.com/github/ORG/REPO/blob/main/{path}")
-    return template.replace("{path}", path)
+    return Path(notebook_path(model, task)).name
 
 
 def markdown(text: str) -> dict[str, Any]:

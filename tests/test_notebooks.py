@@ -7,18 +7,15 @@ from __future__ import annotations
 
 import json
 import os
-import time
 
 import nbformat
 import pytest
 
 from conftest import ROOT
 from garden import notebooks, registry
+from garden.testing import execute_notebook
 
 BUILTIN = [(e.name, t) for e, t in notebooks.builtin_entries()]
-#: what CI runs each notebook with: the smallest variant, a few steps on a little data
-SMALL = ('variant = "smallest"\npreset = "smoke"\nmax_steps = 2\n'
-         'overrides = ["data.limit=16", "data.eval_limit=8", "data.batch_size=4"]')
 #: the budget for one notebook on a 2-core CPU (kernel start, imports, plan, run, predictions)
 BUDGET_S = 300
 
@@ -53,28 +50,14 @@ def test_the_notebook_command_writes_one_entrys_notebook_and_refuses_a_task_it_l
     assert wrong.returncode == 2 and wrong.stderr.count("\n") == 1 and "vit" in wrong.stderr and "qa" in wrong.stderr
 
 
-def execute(path, workdir, small: str = SMALL):
-    """Run the notebook at ``path`` in ``workdir`` with nbclient, ``small`` injected after its
-    parameters cell (as papermill does); the executed notebook and its wall time."""
-    from nbclient import NotebookClient
-
-    nb = nbformat.reads(path.read_text(), as_version=4)
-    at = next(i for i, c in enumerate(nb.cells) if "parameters" in c.metadata.get("tags", []))
-    injected = nbformat.v4.new_code_cell(small)
-    injected.metadata["tags"] = ["injected-parameters"]
-    nb.cells.insert(at + 1, injected)
-    start = time.perf_counter()
-    NotebookClient(nb, timeout=BUDGET_S, kernel_name="python3", resources={"metadata": {"path": str(workdir)}}).execute()
-    return nb, time.perf_counter() - start
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("model, task", BUILTIN, ids=[f"{m}-{t}" for m, t in BUILTIN])
 def test_every_builtin_notebook_runs_offline_without_error(model, task, tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("TRANSFORMERS_VERBOSITY", "error")
     monkeypatch.setenv("OMP_NUM_THREADS", os.environ.get("OMP_NUM_THREADS", "2"))
-    nb, seconds = execute(ROOT / notebooks.FOLDER / notebooks.filename(model, task), tmp_path)
+    nb = execute_notebook(ROOT / notebooks.FOLDER / notebooks.filename(model, task), tmp_path, timeout=BUDGET_S)
+    seconds = nb.metadata["garden_seconds"]
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
     assert not [o for o in outputs if o.output_type == "error"]
     assert any("image/png" in o.get("data", {}) for o in outputs), "the notebook draws its pictures"
@@ -83,3 +66,14 @@ def test_every_builtin_notebook_runs_offline_without_error(model, task, tmp_path
     if times:  # docs/notebooks.md's figure: GARDEN_NOTEBOOK_TIMES=FILE pytest -k runs_offline
         with open(times, "a") as f:
             f.write(json.dumps({"notebook": f"{model}-{task}", "seconds": round(seconds, 1)}) + "\n")
+
+
+def test_show_names_each_tasks_notebook_and_its_launch_link(cli):
+    template = "https://mybinder.org/v2/gh/org/garden/main?labpath={path}"
+    shown = cli("show", "vit", env={"GARDEN_NOTEBOOK_URL": template})
+    assert shown.returncode == 0, shown.output
+    assert ("notebook (classify): notebooks/vit-classify.ipynb · open: "
+            "https://mybinder.org/v2/gh/org/garden/main?labpath=notebooks/vit-classify.ipynb") in shown.stdout
+    broken = cli("show", "vit", env={"GARDEN_NOTEBOOK_URL": "https://mybinder.org/v2/gh/org/garden"})
+    assert broken.returncode == 2 and "GARDEN_NOTEBOOK_URL=https://mybinder.org/v2/gh/org/garden has no {path}" \
+        in broken.stderr and broken.stderr.count("\n") == 1
