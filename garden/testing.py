@@ -16,13 +16,50 @@ or, to look at each point (what ``python -m garden plugin check`` prints)::
 
 The checks are listed in :mod:`garden.contract`. They run on the *installed* plugin, exactly as
 garden discovers it, so install the package (``pip install -e .``) before running its tests.
+
+:func:`run_notebook` writes a model's tutorial notebook (``python -m garden notebook``) and runs
+it top to bottom with nbclient, small (the smallest variant, two steps), failing on any cell's
+error; it needs ``pip install 'garden[notebooks]'``.
 """
 
 from __future__ import annotations
 
+import time
+from pathlib import Path
+from typing import Any
+
 from garden.contract import CheckResult, check_plugin, failures
 
-__all__ = ["CheckResult", "assert_plugin_contract", "check_plugin"]
+__all__ = ["CheckResult", "assert_plugin_contract", "check_plugin", "execute_notebook", "run_notebook"]
+
+#: the parameters a test runs a notebook with: the smallest variant, a few steps on a little data
+SMALL_NOTEBOOK = ('variant = "smallest"\npreset = "smoke"\nmax_steps = 2\n'
+                  'overrides = ["data.limit=16", "data.eval_limit=8", "data.batch_size=4"]')
+
+
+def execute_notebook(path: Path, workdir: Path, parameters: str = SMALL_NOTEBOOK, timeout: int = 300) -> Any:
+    """Run the notebook at ``path`` in ``workdir`` with nbclient, ``parameters`` injected after its
+    cell tagged ``parameters`` (as papermill does); returns the executed notebook, its wall time
+    in ``metadata.garden_seconds``. A cell's error raises nbclient's ``CellExecutionError``."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    nb = nbformat.reads(Path(path).read_text(encoding="utf-8"), as_version=4)
+    at = next(i for i, c in enumerate(nb.cells) if "parameters" in c.metadata.get("tags", []))
+    injected = nbformat.v4.new_code_cell(parameters)
+    injected.metadata["tags"] = ["injected-parameters"]
+    nb.cells.insert(at + 1, injected)
+    start = time.perf_counter()
+    NotebookClient(nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(workdir)}}).execute()
+    nb.metadata["garden_seconds"] = round(time.perf_counter() - start, 1)
+    return nb
+
+
+def run_notebook(model: str, task: str, workdir: Path, **kwargs: Any) -> Any:
+    """Write ``model``'s notebook for ``task`` into ``workdir`` and run it (:func:`execute_notebook`)."""
+    from garden.notebooks import write
+
+    return execute_notebook(write(model, task, None, Path(workdir)), workdir, **kwargs)
 
 
 def assert_plugin_contract(name: str, *, tasks: list[str] | None = None) -> list[CheckResult]:

@@ -269,3 +269,36 @@ def test_the_screenshot_script_writes_desktop_and_phone_pictures(browser, tmp_pa
             assert picture.format == "PNG" and picture.size == size  # the viewport, at one pixel per CSS pixel
             colours = picture.convert("RGB").getcolors(maxcolors=4096)  # None: more than 4096
             assert colours is None or len(colours) > 64, f"{path.name} is (nearly) blank: {len(colours)} colours"
+
+
+def test_each_entry_links_its_notebook_and_the_notebook_is_served(open_page, monkeypatch):
+    monkeypatch.delenv("GARDEN_NOTEBOOK_URL", raising=False)
+    with serving(ROOT / "registry.json") as url:
+        page = open_page(url)
+        link = page.get_by_role("link", name="Notebook for vit classify")
+        expect(link).to_have_attribute("href", "notebooks/vit-classify.ipynb")
+        expect(page.locator(".notebook .open")).to_have_count(0)  # no launch template: no "Open in" button
+        served = page.request.get(url + "notebooks/vit-classify.ipynb")
+        assert served.ok and served.json()["metadata"]["garden"]["model"] == "vit"
+        models = json.loads((ROOT / "registry.json").read_text())["models"]
+        assert page.locator(".notebook .nb").count() == sum(len(m["tasks"]) for m in models)
+
+
+def test_the_open_in_button_follows_the_launch_url_template(open_page, monkeypatch):
+    template = "https://colab.research.google.com/github/org/garden/blob/main/{path}"
+    monkeypatch.setenv("GARDEN_NOTEBOOK_URL", template)
+    with serving(ROOT / "registry.json") as url:
+        page = open_page(url)
+        button = page.get_by_role("link", name="Open the bert qa notebook in Colab")
+        expected = template.replace("{path}", "notebooks/bert-qa.ipynb")
+        expect(button).to_have_attribute("href", expected)
+        expect(button).to_have_text("Open in Colab")
+        # the host is outside this machine: answer for it, and check the click lands there
+        page.context.route("https://colab.research.google.com/**",
+                           lambda route: route.fulfill(status=200, content_type="text/html", body="<p>opened</p>"))
+        with page.context.expect_page() as opened:
+            button.click()
+        launched = opened.value
+        launched.wait_for_load_state()
+        assert launched.url == expected
+        assert launched.locator("p").inner_text() == "opened"

@@ -149,13 +149,28 @@ function resultsList(model) {
       r.throughput ? el("span", { class: "muted" }, ` — ${r.throughput} samples/s${r.hardware ? ` on ${r.hardware}` : ""}`) : null))));
 }
 
+// notebooks.json (served by `garden registry serve`): each entry's tutorial notebook and, where
+// GARDEN_NOTEBOOK_URL is set, the link that opens it on a notebook host. Missing: no links.
+let NOTEBOOKS = { open_label: null, notebooks: {} };
+
+function notebookLinks(model, task) {
+  const found = (NOTEBOOKS.notebooks[model.name] || {})[task];
+  if (!found) return null;
+  return el("span", { class: "notebook" },
+    el("a", { href: found.path, class: "nb", "aria-label": `Notebook for ${model.name} ${task}` }, "Notebook"),
+    found.open ? el("a", { href: found.open, class: "open", rel: "noopener", target: "_blank",
+      "aria-label": `Open the ${model.name} ${task} notebook in ${NOTEBOOKS.open_label}` },
+    `Open in ${NOTEBOOKS.open_label}`) : null);
+}
+
 function commandRow(model, task, command) {
   return el("li", { class: "command" },
     el("span", { class: "task" }, task),
     // One unbreakable span per word, so a line wraps between words, never inside task=node-classify.
     el("code", {}, command.split(" ").flatMap((word, i) => [i ? " " : null, el("span", { class: "word" }, word)])),
     el("button", { type: "button", class: "copy", dataset: { command },
-      "aria-label": `Copy the command that runs ${model.name} ${task}` }, "Copy"));
+      "aria-label": `Copy the command that runs ${model.name} ${task}` }, "Copy"),
+    notebookLinks(model, task));
 }
 
 function card(model) {
@@ -240,6 +255,10 @@ async function start() {
     $("problem").hidden = false;
     return;
   }
+  try {
+    const response = await fetch("notebooks.json", { cache: "no-store" });
+    if (response.ok) NOTEBOOKS = await response.json();
+  } catch (err) { /* a static copy of the page without notebooks: no links */ }
   const models = registry.models.map((m) => ({ ...m, _haystack: haystack(m) }));
   fillControls(models);
   const update = (state) => { writeState(state); render(models, state); };

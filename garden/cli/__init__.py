@@ -37,6 +37,8 @@ Browse the registry:
                          [--plot[=PNG]]
                          the pipeline-stage plan: blocks, params, FLOPs, memory per stage
   registry serve [--port N]  the registry page on http://127.0.0.1:N (default 8000)
+  notebook model=M [task=T] [variant=V] [--out PATH]   a tutorial notebook for one entry
+  notebook --builtin [--out DIR]   every built-in entry's notebook (notebooks/, docs/notebooks.md)
 
 Plugins (docs/plugins.md):
   plugins [--json]       installed plugins: distribution, version, API, models, hooks, status
@@ -206,7 +208,7 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-COMMANDS = {"list", "search", "show", "registry", "push", "plugins", "plugin"}
+COMMANDS = {"list", "search", "show", "registry", "push", "plugins", "plugin", "notebook"}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -218,6 +220,10 @@ def main(argv: list[str] | None = None) -> int:
         if argv[0] in ("-h", "--help", "help"):
             print(USAGE)
             return 0
+        if argv[0] == "notebook":
+            from garden.notebooks import cmd_notebook  # nbformat; no torch
+
+            return cmd_notebook(argv[1:])
         if argv[0] == "plan":
             from garden.cli.plan import cmd_plan  # builds the model: torch
 

@@ -115,6 +115,16 @@ def cmd_show(args: argparse.Namespace) -> int:
                       f"on {r['dataset']}{speed}", highlight=False)
     for task, command in record["commands"].items():
         console.print(f"{task}: [green]{command}[/]")
+    from garden.serve import NOTEBOOK_DIR, launch_url, notebook_path  # standard library only
+
+    for task in entry.tasks:
+        path = notebook_path(entry.name, task)
+        opened = launch_url(path)
+        if (NOTEBOOK_DIR / Path(path).name).is_file():
+            console.print(f"notebook ({task}): {path}" + (f" · open: {opened}" if opened else ""), highlight=False)
+        else:
+            console.print(f"notebook ({task}): python -m garden notebook model={entry.name} task={task}",
+                          highlight=False)
     return 0
 
 
