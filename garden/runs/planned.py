@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from garden import registry
-from garden.config import choices, compose
+from garden.config import choices, compose, model_name, sugar
 from garden.partition.plan import StagePlan, plan_for, sample_batch
-from garden.runs.prepared import Prepared, prepare
+from garden.runs.prepared import Prepared, entry_of, prepare
 
 
 def plan_run(overrides: list[str]) -> tuple[Prepared, StagePlan]:
@@ -24,10 +23,10 @@ def plan_run(overrides: list[str]) -> tuple[Prepared, StagePlan]:
     """
     import torch
 
-    picked = choices(overrides)
+    picked = choices(sugar(overrides))
     extra = []
     if "task" not in picked and "model" in picked:
-        extra.append(f"task={registry.get(picked['model']).tasks[0]}")
+        extra.append(f"task={entry_of(model_name(picked)).tasks[0]}")
     if "weights" not in picked:
         extra.append("weights=random")
     cfg = compose([*overrides, *extra])
