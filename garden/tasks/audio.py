@@ -292,12 +292,12 @@ class SpeechTask(Task):
     ``input_features``; ``audio_inputs`` when it takes no attention mask)."""
 
     @property
-    def input_key(self) -> str:
+    def audio_key(self) -> str:
         return getattr(self.family, "audio_input", "input_values")
 
     @property
     def input_names(self) -> tuple[str, ...]:  # type: ignore[override]
-        return tuple(getattr(self.family, "audio_inputs", (self.input_key, "attention_mask")))
+        return tuple(getattr(self.family, "audio_inputs", (self.audio_key, "attention_mask")))
 
     def model_kwargs(self, batch: dict[str, Any]) -> dict[str, Any]:
         return {k: batch[k] for k in self.input_names}
@@ -311,7 +311,7 @@ class SpeechTask(Task):
     def task_data(self, cfg: Any, items: list, **kwargs: Any) -> TaskData:
         train, held_out = split(items, cfg.data.eval_fraction, cfg.seed)
         train, held_out = limit(train, cfg.data.limit), limit(held_out, cfg.data.eval_limit)
-        key = self.input_key
+        key = self.audio_key
         return TaskData(train=Waveforms(train, self.extractor, self.rate, key),
                         eval=Waveforms(held_out, self.extractor, self.rate, key),
                         collate=functools.partial(collate, key=key), **kwargs)
@@ -325,7 +325,7 @@ class SpeechTask(Task):
         reader = AudioReader(self.rate, strict=True)
         items = [(str(p), reader.read(p), {}) for p in paths]
         reader.notes()
-        return Waveforms(items, self.extractor, self.rate, self.input_key)
+        return Waveforms(items, self.extractor, self.rate, self.audio_key)
 
 
 class SpeechRecognition(SpeechTask):
