@@ -44,6 +44,9 @@ class ModelConfig:
     name: str = MISSING
     variant: str = "default"
     options: Dict[str, Any] = field(default_factory=dict)
+    #: the module lists of repeated layers that stages cut at (``model=hf:...``; comma-separated),
+    #: when garden's choice is not the one wanted
+    blocks: Optional[str] = None
 
 
 @dataclass
@@ -240,17 +243,32 @@ def register() -> None:
 
 
 SHORTHANDS = {"weights": "weights.source", "resume": "resume.run"}
+#: ``model=hf:<repo-id>[@<revision>]`` (or ``hf:<folder>``): any transformers model, no plugin
+HF = "hf:"
 
 
 def sugar(overrides: list[str]) -> list[str]:
-    """Accept ``weights=SOURCE`` as short for ``weights.source=SOURCE`` and ``resume=RUN_DIR``
-    for ``resume.run=RUN_DIR``."""
+    """Accept ``weights=SOURCE`` as short for ``weights.source=SOURCE``, ``resume=RUN_DIR``
+    for ``resume.run=RUN_DIR``, and ``model=hf:ID`` for ``model=hf model.name=hf:ID`` (the
+    core's ``model/hf.yaml`` with the Hub id as the model's name)."""
     out = []
     for o in overrides:
         key, sep, value = o.partition("=")
         short = key.lstrip("+~")
-        out.append(f"{SHORTHANDS[short]}={value}" if sep and short in SHORTHANDS else o)
+        if sep and short == "model" and value.strip("'\"").startswith(HF):
+            out += ["model=hf", f"model.name={value}"]
+        else:
+            out.append(f"{SHORTHANDS[short]}={value}" if sep and short in SHORTHANDS else o)
     return out
+
+
+def model_name(picked: dict[str, str]) -> str:
+    """The model a command line names (``picked``: its :func:`choices`): ``model=vit`` gives
+    ``vit``, ``model=hf:org/name`` (``model=hf model.name=hf:org/name``) gives ``hf:org/name``."""
+    name = picked["model"]
+    if name == "hf":
+        return picked.get("model.name", "").strip("'\"")
+    return name
 
 
 def choices(overrides: list[str]) -> dict[str, str]:
@@ -268,12 +286,19 @@ def validate_choices(overrides: list[str]) -> None:
     picked = choices(overrides)
     if "model" not in picked:
         raise ConfigError("no model chosen; add model=NAME (python -m garden list shows them)")
-    entry = registry.get(picked["model"])
-    if "task" not in picked:
-        raise ConfigError(
-            f"no task chosen for model '{entry.name}'; add task=NAME, one of: {', '.join(entry.tasks)}"
-        )
-    registry.check_task(entry, picked["task"])
+    name = model_name(picked)
+    if name.startswith(HF):  # the architecture, and so its tasks, is known once its config is read
+        if "task" not in picked:
+            raise ConfigError(f"no task chosen for model '{name}'; add task=NAME (show {name} lists its tasks)")
+    elif picked["model"] == "hf":
+        raise ConfigError("model=hf needs a Hub repo or a folder: model=hf:org/name[@revision] or model=hf:./folder")
+    else:
+        entry = registry.get(name)
+        if "task" not in picked:
+            raise ConfigError(
+                f"no task chosen for model '{entry.name}'; add task=NAME, one of: {', '.join(entry.tasks)}"
+            )
+        registry.check_task(entry, picked["task"])
     for key, allowed in (("mode", MODES), ("backend", BACKENDS)):
         if key in picked and picked[key] not in allowed:
             raise ConfigError(f"{key}={picked[key]} is not one of: {', '.join(allowed)}")

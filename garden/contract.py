@@ -9,8 +9,8 @@ its models). Each check is one promise the core makes use of:
   each variant on the Hub is pinned to a full commit hash;
 * for each task, the Hydra configs compose (``preset=smoke weights=random``), the default data
   loads and the smallest variant builds;
-* the stage layout owns every parameter exactly once, and running its blocks in order computes
-  the model's own forward;
+* the stage layout holds every parameter, and running its blocks in order computes the
+  model's own forward;
 * one batch goes forward and backward with a finite loss;
 * split into a 2-stage plan (as the pipeline backends split it), the stages compute the same
   outputs and the same gradients as the whole model (within 1e-5);
@@ -227,7 +227,7 @@ def _check_task(checks: _Checks, entry: Any, task: str) -> None:
         check_coverage(s.model, s.blocks)
         return f"{len(s.blocks)} blocks, {kinds.count('layer')} layers"
 
-    covered = checks.run(f"{at}: stage blocks own every parameter exactly once", coverage, after=[built])
+    covered = checks.run(f"{at}: stage blocks hold every parameter", coverage, after=[built])
 
     def blocks_forward() -> str:
         import torch

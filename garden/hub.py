@@ -109,6 +109,16 @@ def parse_hub_source(source: str) -> tuple[str, str]:
     return repo_id, revision or "main"
 
 
+def config_snapshot(repo_id: str, revision: str) -> Path:
+    """The config, tokenizer and processor files of ``repo_id`` at ``revision`` (cached, or
+    downloaded), in the snapshot folder named by the full commit they are at: what
+    ``model=hf:org/name@revision`` is built from before any weights are fetched."""
+    try:
+        return _snapshot(repo_id, revision, SIDE_FILES)
+    except _Unobtainable as why:
+        raise WeightsError(f"{why}; connect to the Hub once to cache it (or pin a cached commit)") from None
+
+
 def pinned_checkpoint(variant: Variant | None, entry: ModelEntry | None = None) -> tuple[str, str]:
     """The variant's Hub repo and the full commit it is pinned to, so that a rerun loads the same
     bytes (``hub:org/name`` is how a user asks for ``main``). ``registry build`` refuses an

@@ -185,7 +185,12 @@ def device_optimizer(host: Any, parameters: list, max_grad_norm: float | None, p
 
 
 def step_module(model: Any, blocks: list, task: Any, poptorch: Any):
-    """``model`` run block by block, with the task's loss inside when training.
+    """``model`` as the task runs it, with the task's loss inside when training.
+
+    poptorch places modules, not calls: ``BeginBlock`` marks the module that starts each block and
+    everything run from there on goes to that block's IPU. So, as optimum's models do, the model's
+    own forward runs (``task.forward``, its batch rebuilt from the inputs by ``task.input_names``);
+    a task without input names (graphs, VQA) runs the blocks in order.
 
     poptorch differentiates what the forward marks as the loss: in training mode the forward takes
     the task's inputs followed by the target and returns ``(output, loss)``; in eval mode it takes
@@ -194,6 +199,11 @@ def step_module(model: Any, blocks: list, task: Any, poptorch: Any):
     """
     import torch
 
+    def run(*inputs: Any) -> Any:
+        if task.input_names:
+            return task.forward(model, dict(zip(task.input_names, inputs)))
+        return run_blocks(model, blocks, *inputs)
+
     class Step(torch.nn.Module):
         def __init__(self) -> None:
             super().__init__()
@@ -201,9 +211,9 @@ def step_module(model: Any, blocks: list, task: Any, poptorch: Any):
 
         def forward(self, *args):
             if not self.training:
-                return run_blocks(self.model, blocks, *args)
+                return run(*args)
             *inputs, target = args
-            output = run_blocks(self.model, blocks, *inputs)
+            output = run(*inputs)
             return output, poptorch.identity_loss(task.loss(output, target), reduction="none")
 
     return Step()
@@ -213,8 +223,9 @@ def place_blocks(model: Any, stage_plan: Any, poptorch: Any, *, recompute: bool)
     """Put each block on its stage's IPU; return the recomputation hooks added.
 
     The first module of a block starts it (``BeginBlock`` annotates the module in place and
-    returns it; it is set back on its parent as optimum does). Earlier annotations are removed
-    first, so training and inference can place the same model by different plans.
+    returns it; it is set back on its parent as optimum does). A block whose modules all start
+    earlier blocks (a layer run twice, ALBERT's) runs where they are. Earlier annotations are
+    removed first, so training and inference can place the same model by different plans.
     """
     import torch
 
@@ -230,15 +241,28 @@ def place_blocks(model: Any, stage_plan: Any, poptorch: Any, *, recompute: bool)
         return outputs
 
     hooks = []
+    placed: set[int] = set()
     for block in stage_plan.blocks:
-        path = block.modules[0]
+        path = next((p for p in block.modules if _module_at(model, p) is not None
+                     and id(_module_at(model, p)) not in placed), None)
+        if path is None:
+            continue
         parent_path, _, attr = path.rpartition(".")
         parent = model.get_submodule(parent_path) if parent_path else model
         module = model.get_submodule(path)
+        placed.add(id(module))
         setattr(parent, attr, poptorch.BeginBlock(module, block.name, ipu_id=stage_of[block.name]))
         if recompute and block.kind == "layer":
             hooks.append(module.register_forward_hook(checkpoint))
     return hooks
+
+
+def _module_at(model: Any, path: str) -> Any:
+    """The module at ``path``, or ``None`` where ``path`` names a parameter."""
+    try:
+        return model.get_submodule(path)
+    except AttributeError:
+        return None
 
 
 def _trim(output: Any, n: int) -> Any:

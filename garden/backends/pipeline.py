@@ -29,15 +29,22 @@ SCHEDULES = ("GPipe", "1F1B")
 
 
 def stage_module(model: Any, blocks: list):
-    """An ``nn.Module`` owning exactly the parameters of ``blocks``, running them in order."""
+    """An ``nn.Module`` owning exactly the parameters of ``blocks``, running them in order: their
+    modules in ``parts``, parameters named on their own (wav2vec2's ``masked_spec_embed``) in ``loose``."""
     import torch
 
     class StageModule(torch.nn.Module):
         def __init__(self) -> None:
             super().__init__()
-            self.parts = torch.nn.ModuleDict(
-                {path.replace(".", "__"): model.get_submodule(path) for b in blocks for path in b.modules}
-            )
+            parts: dict[str, Any] = {}
+            loose: dict[str, Any] = {}
+            for path in (path for b in blocks for path in b.modules):
+                try:
+                    parts[path.replace(".", "__")] = model.get_submodule(path)
+                except AttributeError:
+                    loose[path.replace(".", "__")] = model.get_parameter(path)
+            self.parts = torch.nn.ModuleDict(parts)
+            self.loose = torch.nn.ParameterDict(loose)
             object.__setattr__(self, "whole", model)  # not a submodule: other stages own the rest
 
         def forward(self, *carry):
@@ -91,7 +98,7 @@ class PipelineBackend(Backend):
         self.is_first, self.is_last = self.stage == 0, self.stage == self.stages - 1
         self.is_writer = self.rank == 0
         self.module = stage_module(self.model, self.stage_plan.sequential_stage_blocks(self.stage))
-        self.tied, self.tied_group = self._tie_first_and_last_stage()
+        self.shared, self.counted_elsewhere = self._share_across_stages()
         self._schedules: dict[tuple[int, bool], Any] = {}
         self._busy = 0.0  # seconds this stage spent in its forward and backward chunks
 
@@ -114,42 +121,47 @@ class PipelineBackend(Backend):
                             layers_per_ipu=chosen[0])
         return plan
 
-    def _tie_first_and_last_stage(self) -> tuple[list, Any]:
-        """Parameters a tied head on the last stage shares with the embeddings on the first.
+    def _share_across_stages(self) -> tuple[list[tuple[list, Any]], set[int]]:
+        """Parameters that blocks on several stages hold: a tied head on the last stage and the
+        embeddings on the first, a layer run twice (ALBERT), embeddings a decoder reads again.
 
-        Each of the two processes holds its own copy; their gradients are summed between the two
-        after every backward (as Megatron does for tied embeddings), so both copies take the same
-        steps and equal the single shared parameter of a local run.
+        Each process holds its own copy; after every backward their gradients are summed over
+        the stages holding them (as Megatron does for tied embeddings), so every copy takes the
+        same steps as the one shared parameter of a local run. Returns this stage's
+        ``[(parameters, process group)]`` and the shared parameters another stage counts in the
+        gradient norm (the first stage holding each).
         """
         import torch.distributed as dist
 
-        if self.stages == 1:
-            return [], None
-        names: list[str] = []
-        by_name = {b.name: b for b in self.stage_plan.blocks}
-        for block in self.stage_plan.tied_blocks():
-            shared = {id(p) for p in block_parameters(self.model, by_name[block.tied_to]).values()}
-            names += sorted(n for n, p in block_parameters(self.model, block).items() if id(p) in shared)
-        if not names:
-            return [], None
-        group = None
-        for replica in range(self.replicas):  # every rank creates every group, in the same order
-            ranks = [replica * self.stages, replica * self.stages + self.stages - 1]
-            made = dist.new_group(ranks)
-            if self.rank in ranks:
-                group = made
-        if not (self.is_first or self.is_last):
-            return [], None
-        return [self.model.get_parameter(n) for n in names], group
+        holders: dict[int, set[int]] = {}
+        for stage in range(self.stages):
+            for block in self.stage_plan.sequential_stage_blocks(stage):
+                for param in block_parameters(self.model, block).values():
+                    holders.setdefault(id(param), set()).add(stage)
+        by_stages: dict[tuple[int, ...], list] = {}
+        for param in self.model.parameters():  # the same order on every rank
+            stages = tuple(sorted(holders.get(id(param), ())))
+            if len(stages) > 1:
+                by_stages.setdefault(stages, []).append(param)
+        mine = []
+        for stages, params in sorted(by_stages.items()):
+            for replica in range(self.replicas):  # every rank creates every group, in the same order
+                ranks = [replica * self.stages + s for s in stages]
+                group = dist.new_group(ranks)
+                if self.rank in ranks:
+                    mine.append((params, group))
+        elsewhere = {id(p) for stages, params in by_stages.items() if stages[0] != self.stage for p in params}
+        return mine, elsewhere
 
-    def _sum_tied_gradients(self) -> None:
+    def _sum_shared_gradients(self) -> None:
         import torch
         import torch.distributed as dist
 
-        for p in self.tied:
-            if p.grad is None:
-                p.grad = torch.zeros_like(p)
-            dist.all_reduce(p.grad, group=self.tied_group)
+        for params, group in self.shared:
+            for p in params:
+                if p.grad is None:
+                    p.grad = torch.zeros_like(p)
+                dist.all_reduce(p.grad, group=group)
 
     def _schedule(self, n: int, training: bool, inputs: tuple):
         """A schedule per micro-batch count and input shape: stages size their receive buffers
@@ -268,7 +280,7 @@ class PipelineBackend(Backend):
             for p in params:  # the schedule rescales .grad by its micro-batch count: keep earlier ones out
                 p.grad = None
         _, losses = self._run(batch, training=True)
-        self._sum_tied_gradients()
+        self._sum_shared_gradients()
         for p, before in zip(params, held):
             if p.grad is not None and scale != 1.0:
                 p.grad.mul_(scale)
@@ -306,8 +318,7 @@ class PipelineBackend(Backend):
         import torch
         import torch.distributed as dist
 
-        counted_elsewhere = {id(p) for p in self.tied} if self.is_last else set()  # the first stage counts them
-        grads = [p.grad for p in self.parameters() if p.grad is not None and id(p) not in counted_elsewhere]
+        grads = [p.grad for p in self.parameters() if p.grad is not None and id(p) not in self.counted_elsewhere]
         local = torch.stack([g.detach().float().pow(2).sum() for g in grads]).sum() if grads else torch.zeros(())
         total = local.to(self.device)
         dist.all_reduce(total, group=self.stage_group)  # replicas hold the same gradients: one pipeline
@@ -369,8 +380,8 @@ class PipelineBackend(Backend):
 
         state = {}
         for key, value in self.module.state_dict().items():
-            _, part, rest = key.split(".", 2)  # parts.<module path with __>.<param>
-            state[f"{part.replace('__', '.')}.{rest}"] = value.detach().cpu()
+            _, part, *rest = key.split(".", 2)  # parts.<module path with __>.<param>, loose.<param path with __>
+            state[".".join([part.replace("__", "."), *rest])] = value.detach().cpu()
         if self.replica:
             state = {}  # replicas hold the same weights: replica 0's stages send theirs
         gathered = [None] * self.world if self.is_writer else None

@@ -61,6 +61,10 @@ class TransformersFamily(ModelFamily):
             config = cls.from_pretrained(spec.weights_dir)
         else:
             config = cls(**dict(spec.variant.config))
+        return self.adjust(config, spec)
+
+    def adjust(self, config: Any, spec: BuildSpec) -> Any:
+        """``config`` with the task's labels, ``model.options.config`` and ``model.options.dropout``."""
         if spec.labels is not None:
             config.num_labels = len(spec.labels)
             config.id2label = dict(enumerate(spec.labels))
@@ -125,12 +129,16 @@ class TransformersFamily(ModelFamily):
                                                use_safetensors=not pickled, output_loading_info=True, **kwargs)
         finally:
             hf_logging.set_verbosity(verbosity)
-        try:
-            heads = [m for b in self.stage_blocks(model, spec.task) if b.kind == "head" for m in b.modules]
-        except NotImplementedError:
-            heads = []
-        model.garden_load_summary = weights.load_summary(info, model, heads, str(spec.weights_dir))
+        model.garden_load_summary = weights.load_summary(info, model, self.head_modules(model, spec.task),
+                                                         str(spec.weights_dir))
         return model
+
+    def head_modules(self, model: Any, task: str) -> list[str]:
+        """The modules a checkpoint for another task may lack (newly initialised, not missing)."""
+        try:
+            return [m for b in self.stage_blocks(model, task) if b.kind == "head" for m in b.modules]
+        except NotImplementedError:
+            return []
 
     def preprocessor(self, spec: BuildSpec) -> Any:
         if not self.preprocessor_class:

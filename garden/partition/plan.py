@@ -76,11 +76,6 @@ class StagePlan:
             furthest = max(furthest, stage)
         return [b for b in self.blocks if where[b.name] == index]
 
-    def tied_blocks(self) -> list[Block]:
-        """Blocks that sequential stages move away from the block they share weights with."""
-        return [b for b in self.blocks if b.tied_to and b in self.sequential_stage_blocks(len(self.plan.stages) - 1)
-                and b not in self.stage_blocks(len(self.plan.stages) - 1)]
-
     def summary(self) -> dict[str, Any]:
         plan = self.plan
         flops = {p.name: p.flops_per_sample for p in self.profiles}

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from garden import registry
-from garden.config import choices
+from garden.config import HF, choices, model_name
 from garden.errors import GardenError
 
 CHECKPOINTS = "checkpoints"
@@ -504,6 +504,11 @@ def resume_dir(value: Any, model: str, task: str, outputs: Path = Path("outputs"
     return run.resolve()
 
 
+def known_model(name: str) -> str:
+    """``name`` once the registry knows it (an ``hf:`` model is known by its name alone)."""
+    return name if name.startswith(HF) else registry.get(name).name
+
+
 def override_value(overrides: list[str], key: str) -> str | None:
     """The value ``key=VALUE`` sets among ``overrides`` (the last one wins, quotes removed)."""
     found = None
@@ -525,6 +530,6 @@ def resume_overrides(overrides: list[str]) -> list[str]:
     pinned = override_value(overrides, "hydra.run.dir")
     if pinned and value.strip().lower() in LATEST:
         value = pinned
-    folder = resume_dir(value, registry.get(picked["model"]).name, picked["task"])
+    folder = resume_dir(value, known_model(model_name(picked)), picked["task"])
     kept = [o for o in overrides if not o.startswith(("resume.run=", "hydra.run.dir="))]
     return [*kept, f"resume.run='{folder}'", f"hydra.run.dir='{folder}'"]

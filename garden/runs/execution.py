@@ -10,11 +10,12 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from garden import registry
 from garden.backends import select_backend
 from garden.config import check_values, compose
 from garden.console import console
-from garden.runs.checkpoint import LATEST, check_resumable, identity_of, resume_dir, resume_target, wants_resume
+from garden.runs.checkpoint import (
+    LATEST, check_resumable, identity_of, known_model, resume_dir, resume_target, wants_resume,
+)
 from garden.runs.loops import infer, train
 from garden.runs.prepared import prepare
 from garden.runs.rundir import Claim, claim, new_run_dir, remove_unstarted
@@ -73,7 +74,7 @@ def execute(cfg: Any, output_dir: Path, *, command: str | None = None) -> dict[s
     if wants_resume(target):  # a stopped run continues in its own folder
         if str(target).strip().lower() in LATEST and identity_of(output_dir):
             target = output_dir  # resume=true in a given run dir continues that run
-        output_dir = resume_dir(target, registry.get(cfg.model.name).name, cfg.task.name)
+        output_dir = resume_dir(target, known_model(cfg.model.name), cfg.task.name)
     held = own(cfg, output_dir)
     try:
         return prepare_and_run(cfg, output_dir, command)

@@ -26,7 +26,7 @@ from garden.runs import checkpoint
 from garden.runs.data import loader, shard_sizes, sharded_loader
 from garden.runs.history import History, draw
 from garden.runs.outputs import save_model, show_predictions, summary, write_json
-from garden.runs.prepared import Prepared
+from garden.runs.prepared import Prepared, pinned_override
 
 
 def schedule(optimizer: Any, kind: str, warmup: int, total: int):
@@ -169,7 +169,7 @@ class StopSignals:
 
 def checkpoint_identity(prepared: Prepared, backend: Backend) -> dict[str, Any]:
     return {"model": prepared.entry.name, "variant": prepared.variant.name, "task": prepared.task.name,
-            "backend": backend.name, "seed": prepared.cfg.seed, "replicas": backend.replicas,
+            "revision": prepared.revision, "backend": backend.name, "seed": prepared.cfg.seed, "replicas": backend.replicas,
             "stages": backend.stages, "gradient_accumulation_steps": backend.accumulation,
             "config": checkpoint.result_config(prepared.cfg)}
 
@@ -244,6 +244,10 @@ def train_until_stopped(prepared: Prepared, backend: Backend, output_dir: Path, 
 
         if checkpoint.wants_resume(checkpoint.resume_target(cfg)):
             folder, manifest = checkpoint.latest_good(output_dir, say)
+            if manifest.get("revision", prepared.revision) != prepared.revision:
+                raise checkpoint.CheckpointError(
+                    f"checkpoint {folder} was made from commit {manifest['revision']} of {prepared.variant.hub_id}, "
+                    f"this run's model is at {prepared.revision}; resume with {pinned_override(prepared, manifest['revision'])}")
             saved = {k: manifest.get(k) for k in ("replicas", "stages", "gradient_accumulation_steps")}
             now = {k: identity[k] for k in saved}
             if saved != now:
@@ -354,6 +358,7 @@ def train_until_stopped(prepared: Prepared, backend: Backend, output_dir: Path, 
         "backend": backend.name,
         "data": data.source,
         "weights": prepared.weights_origin,
+        "revision": prepared.revision,
         "train_examples": len(data.train),
         "eval_examples": len(data.eval),
         "steps": state.step,
@@ -466,7 +471,7 @@ def infer(prepared: Prepared, backend: Backend, output_dir: Path) -> dict[str, A
     result = {
         "model": prepared.entry.name, "variant": prepared.variant.name, "task": task.name, "mode": "infer",
         "backend": backend.name, "precision": backend.precision, "weights": prepared.weights_origin,
-        "inputs": cfg.infer.inputs or f"held-out split of {data.source}", "predictions": len(rows),
+        "revision": prepared.revision, "inputs": cfg.infer.inputs or f"held-out split of {data.source}", "predictions": len(rows),
         "samples_per_second": round(len(rows) / seconds, 3) if seconds and rows else None,
     }
     if backend.is_writer:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import shlex
 import shutil
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ from rich.table import Table
 from garden.files import make_plain, staging_folder, write_atomic
 from garden.partition.ipu_config import write_ipu_config
 from garden.partition.plan import optimum_ipu_config
-from garden.runs.prepared import Prepared
+from garden.runs.prepared import Prepared, pinned_override
 
 
 def write_json(path: Path, obj: Any) -> None:
@@ -44,6 +45,16 @@ def save_model(prepared: Prepared, model: Any, folder: Path, metrics: dict[str, 
         raise
 
 
+def pinned_command(command: str | None, prepared: Prepared) -> str | None:
+    """``command`` with an ``hf:`` model pinned to the commit the run used, so it reruns the same
+    model after the branch moves: ``model=hf:org/name`` becomes ``model=hf:org/name@<commit>``."""
+    pinned = pinned_override(prepared)
+    if command is None or pinned is None or not pinned.startswith("model="):
+        return command
+    words = [w for w in shlex.split(command) if w != "model=hf"]
+    return shlex.join([pinned if w.startswith(("model=hf:", "model.name=hf:")) else w for w in words])
+
+
 def model_card(prepared: Prepared, metrics: dict[str, Any], command: str | None) -> str:
     """A Hub model card (README.md with YAML front matter) for a garden training run."""
     entry, variant = prepared.entry, prepared.variant
@@ -52,6 +63,8 @@ def model_card(prepared: Prepared, metrics: dict[str, Any], command: str | None)
         front.append(f"license: {entry.license}")
     if variant.hub_id:
         front.append(f"base_model: {variant.hub_id}")
+    if prepared.revision:
+        front.append(f"base_model_revision: {prepared.revision}")
     front.append("---")
     rows = "\n".join(f"| {k} | {v:.4f} |" if isinstance(v, float) else f"| {k} | {v} |"
                      for k, v in metrics.get("eval", {}).items())
@@ -61,7 +74,8 @@ def model_card(prepared: Prepared, metrics: dict[str, Any], command: str | None)
         f"# {entry.name} ({variant.name}) for {prepared.task.name}",
         "",
         f"{entry.description}. Trained with garden from "
-        f"{prepared.weights_origin} on {prepared.data.source}.",
+        f"{prepared.weights_origin} on {prepared.data.source}."
+        + (f" Hub commit: `{prepared.revision}`." if prepared.revision else ""),
         "",
         "## Evaluation",
         "",
@@ -79,7 +93,8 @@ def model_card(prepared: Prepared, metrics: dict[str, Any], command: str | None)
         "Reproduce with:",
         "",
         "```sh",
-        command or f"python -m garden model={entry.name} task={prepared.task.name} model.variant={variant.name}",
+        pinned_command(command, prepared)
+        or f"python -m garden model={entry.name} task={prepared.task.name} model.variant={variant.name}",
         "```",
     ]
     if entry.paper:

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from garden import registry
-from garden.config import choices, compose
+from garden.config import choices, compose, model_name, sugar
 from garden.partition.plan import StagePlan, plan_for, sample_batch
-from garden.runs.prepared import Prepared, prepare
+from garden.runs.prepared import Prepared, entry_of, prepare
 
 
 def plan_run(overrides: list[str]) -> tuple[Prepared, StagePlan]:
@@ -22,10 +21,10 @@ def plan_run(overrides: list[str]) -> tuple[Prepared, StagePlan]:
     weights (planning needs shapes, not trained values). With ``ipu.cost=params`` it is built on
     the meta device, so even the largest variant plans in a moment.
     """
-    picked = choices(overrides)
+    picked = choices(sugar(overrides))
     extra = []
     if "task" not in picked and "model" in picked:
-        extra.append(f"task={registry.get(picked['model']).tasks[0]}")
+        extra.append(f"task={entry_of(model_name(picked)).tasks[0]}")
     if "weights" not in picked:
         extra.append("weights=random")
     cfg = compose([*overrides, *extra])  # a bad setting stops here, before torch loads

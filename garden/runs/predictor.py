@@ -29,7 +29,7 @@ from garden.config import compose
 from garden.errors import DataError
 from garden.runs.data import loader
 from garden.runs.loops import BF16_MIN_PARAMS, resolve_precision
-from garden.runs.prepared import prepare
+from garden.runs.prepared import entry_of, prepare
 
 
 class Predictor:
@@ -154,9 +154,7 @@ def predictor(model: str, task: str | None = None, *, variant: str = "default", 
               overrides: Iterable[str] = ()) -> Predictor:
     """A :class:`Predictor` for ``model`` (its first task unless ``task``), like
     ``python -m garden model=M task=T mode=infer weights=W``; ``overrides`` are further Hydra ones."""
-    from garden import registry
-
-    entry = registry.get(model)
+    entry = entry_of(model)
     chosen = [f"model={entry.name}", f"task={task or entry.tasks[0]}", f"weights={weights}"]
     if variant != "default":
         chosen.append(f"model.variant={variant}")

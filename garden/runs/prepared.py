@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from garden import hub, registry
-from garden.entries import ModelEntry, Variant
+from garden.entries import COMMIT_HASH, ModelEntry, Variant
 from garden.errors import ConfigError, WeightsError, reading
+from garden.families import auto
 from garden.hookspecs import BuildSpec, ModelFamily
 from garden.tasks.base import Task, TaskData
 
@@ -35,6 +36,31 @@ class Prepared:
     weights_origin: str
     notes: list[str] = field(default_factory=list)
     command: str | None = None
+    #: the full Hub commit the run's model came from (its config, for ``hf:``, and weights), or None
+    revision: str | None = None
+
+
+def entry_of(name: str) -> ModelEntry:
+    """The registry entry called ``name``; for ``hf:<repo-id>[@<revision>]`` or ``hf:<folder>``,
+    one made from the checkpoint's config (``garden.families.auto``)."""
+    if name.startswith(auto.PREFIX):
+        return auto.hub_entry(name)
+    return registry.get(name)
+
+
+def check_task(entry: ModelEntry, task: str) -> None:
+    """One line listing ``entry``'s tasks unless it has ``task``."""
+    if auto.is_hf(entry.name):
+        auto.check_task(entry, task)
+    else:
+        registry.check_task(entry, task)
+
+
+def weights_source(entry: ModelEntry, source: str) -> str:
+    """``weights=auto`` for ``model=hf:<folder>`` is that folder's checkpoint."""
+    if source == "auto" and auto.is_hf(entry.name) and entry.variant("default").hub_id is None:
+        return str(auto.resolve(entry.name)[1])
+    return source
 
 
 def family_of(entry: ModelEntry) -> ModelFamily:
@@ -53,14 +79,14 @@ def prepare(cfg: Any, *, load_data: bool = True) -> Prepared:
     """Resolve the entry, family, task, weights and data a composed config asks for."""
     import torch
 
-    entry = registry.get(cfg.model.name)
-    registry.check_task(entry, cfg.task.name)
+    entry = entry_of(cfg.model.name)
+    check_task(entry, cfg.task.name)
     variant = entry.variant(cfg.model.variant)
     family = family_of(entry)
     task = family.task(cfg.task.name)
     weights = hub.resolve_weights(
-        cfg.weights.source, variant, allow_pickle=cfg.weights.allow_pickle, for_training=cfg.mode == "train",
-        entry=entry,
+        weights_source(entry, cfg.weights.source), variant, allow_pickle=cfg.weights.allow_pickle,
+        for_training=cfg.mode == "train", entry=entry,
     )
     if cfg.mode == "infer" and weights.folder is None and cfg.weights.source == "auto":
         raise WeightsError(
@@ -68,8 +94,10 @@ def prepare(cfg: Any, *, load_data: bool = True) -> Prepared:
             "pass weights=DIR (a trained run's model/ folder), weights=hub:org/name, or weights=random"
         )
     notes: list[str] = []
-    spec = BuildSpec(entry=entry, variant=variant, task=cfg.task.name, weights_dir=weights.folder,
-                     options=dict(cfg.model.options))
+    options = dict(cfg.model.options)
+    if cfg.model.get("blocks"):
+        options["blocks"] = cfg.model.blocks
+    spec = BuildSpec(entry=entry, variant=variant, task=cfg.task.name, weights_dir=weights.folder, options=options)
     if weights.folder is not None:
         family.check_weights(spec)
     preprocessor = family.preprocessor(spec)
@@ -82,7 +110,32 @@ def prepare(cfg: Any, *, load_data: bool = True) -> Prepared:
         spec = dataclasses.replace(spec, labels=data.labels, options={**spec.options, **data.info})
         notes += data.notes
     torch.manual_seed(cfg.seed)
-    return Prepared(cfg, entry, variant, family, task, spec, preprocessor, data, weights.origin, notes)
+    return Prepared(cfg, entry, variant, family, task, spec, preprocessor, data, weights.origin, notes,
+                    revision=revision_of(entry, variant, weights))
+
+
+def revision_of(entry: ModelEntry, variant: Variant, weights: Any) -> str | None:
+    """The full commit a run's model came from: an ``hf:`` model's (its config is read from it
+    whatever the weights), else the Hub snapshot its weights were loaded from."""
+    if auto.is_hf(entry.name) and variant.hub_id:
+        return variant.revision
+    folder = weights.folder
+    if weights.origin.startswith("hub ") and folder is not None and COMMIT_HASH.fullmatch(folder.name):
+        return folder.name
+    return None
+
+
+def pinned_override(prepared: Prepared, commit: str | None = None) -> str | None:
+    """The override that runs the same model at ``commit`` (the run's own by default):
+    ``model=hf:org/name@<commit>`` for an ``hf:`` model, ``weights=hub:org/name@<commit>`` for Hub
+    weights; ``None`` when the run has no Hub commit."""
+    commit = commit or prepared.revision
+    hub_id = prepared.variant.hub_id
+    if commit is None or hub_id is None:
+        return None
+    if auto.is_hf(prepared.entry.name):
+        return f"model={auto.PREFIX}{hub_id}@{commit}"
+    return f"weights=hub:{prepared.weights_origin.split()[-1].partition('@')[0]}@{commit}"
 
 
 def load_model(
@@ -98,12 +151,12 @@ def load_model(
 
     ``weights`` is ``auto``, ``hub``, ``hub:org/name[@rev]``, a local folder or ``random``.
     """
-    entry = registry.get(name)
+    entry = entry_of(name)
     task = task or entry.tasks[0]
-    registry.check_task(entry, task)
+    check_task(entry, task)
     chosen = entry.variant(variant)
-    resolved = hub.resolve_weights(weights, chosen, allow_pickle=allow_pickle, for_training=weights == "random",
-                                   entry=entry)
+    resolved = hub.resolve_weights(weights_source(entry, weights), chosen, allow_pickle=allow_pickle,
+                                   for_training=weights == "random", entry=entry)
     spec = BuildSpec(entry=entry, variant=chosen, task=task, weights_dir=resolved.folder,
                      labels=tuple(labels) if labels else None)
     family = family_of(entry)

@@ -19,6 +19,7 @@ transcripts (``|`` between words, ``<pad>`` the CTC blank), saved with the model
 from __future__ import annotations
 
 import csv
+import functools
 import glob
 import json
 import math
@@ -191,10 +192,11 @@ def check_rate(cfg: Any, preprocessor: Any) -> int:
 
 
 class Waveforms:
-    """Utterances normalised by the model's feature extractor once, on first access."""
+    """Utterances normalised by the model's feature extractor once, on first access; the result is
+    stored under ``key``, the model's input (raw ``input_values``, or spectrogram ``input_features``)."""
 
-    def __init__(self, items: list[tuple[str, Any, dict]], extractor: Any, rate: int):
-        self.items, self.extractor, self.rate, self.cache = items, extractor, rate, {}
+    def __init__(self, items: list[tuple[str, Any, dict]], extractor: Any, rate: int, key: str = "input_values"):
+        self.items, self.extractor, self.rate, self.key, self.cache = items, extractor, rate, key, {}
 
     def __len__(self) -> int:
         return len(self.items)
@@ -204,23 +206,23 @@ class Waveforms:
             import torch
 
             name, audio, extra = self.items[i]
-            values = self.extractor(audio, sampling_rate=self.rate, return_tensors="np")["input_values"][0]
-            self.cache[i] = {"input_values": torch.as_tensor(values, dtype=torch.float32), "input_name": name, **extra}
+            values = self.extractor(audio, sampling_rate=self.rate, return_tensors="np")[self.key][0]
+            self.cache[i] = {self.key: torch.as_tensor(values, dtype=torch.float32), "input_name": name, **extra}
         return self.cache[i]
 
 
-def collate(examples: list[dict[str, Any]]) -> dict[str, Any]:
-    """Zero-padded waveforms with their attention mask; CTC labels padded with -100."""
+def collate(examples: list[dict[str, Any]], key: str = "input_values") -> dict[str, Any]:
+    """Zero-padded waveforms (or feature frames, along their first axis) with their attention
+    mask; CTC labels padded with -100."""
     import torch
 
-    longest = max(len(e["input_values"]) for e in examples)
-    values = torch.zeros(len(examples), longest)
+    longest = max(len(e[key]) for e in examples)
+    values = torch.zeros(len(examples), longest, *examples[0][key].shape[1:])
     mask = torch.zeros(len(examples), longest, dtype=torch.long)
     for i, e in enumerate(examples):
-        values[i, : len(e["input_values"])] = e["input_values"]
-        mask[i, : len(e["input_values"])] = 1
-    batch: dict[str, Any] = {"input_values": values, "attention_mask": mask,
-                             "input_names": [e["input_name"] for e in examples]}
+        values[i, : len(e[key])] = e[key]
+        mask[i, : len(e[key])] = 1
+    batch: dict[str, Any] = {key: values, "attention_mask": mask, "input_names": [e["input_name"] for e in examples]}
     if "label_ids" in examples[0]:
         longest = max(len(e["label_ids"]) for e in examples)
         labels = torch.full((len(examples), longest), -100, dtype=torch.long)
@@ -277,10 +279,21 @@ def error_rates(hypotheses: Sequence[str], references: Sequence[str]) -> dict[st
 
 
 class SpeechTask(Task):
-    """What both speech tasks share: reading audio, padding batches, the user's own files."""
+    """What both speech tasks share: reading audio, padding batches, the user's own files.
 
-    def inputs(self, batch: dict[str, Any]) -> tuple:
-        return (batch["input_values"], batch["attention_mask"])
+    The model reads raw ``input_values`` unless its family says otherwise (``audio_input``, e.g.
+    ``input_features``; ``audio_inputs`` when it takes no attention mask)."""
+
+    @property
+    def audio_key(self) -> str:
+        return getattr(self.family, "audio_input", "input_values")
+
+    @property
+    def input_names(self) -> tuple[str, ...]:  # type: ignore[override]
+        return tuple(getattr(self.family, "audio_inputs", (self.audio_key, "attention_mask")))
+
+    def model_kwargs(self, batch: dict[str, Any]) -> dict[str, Any]:
+        return {k: batch[k] for k in self.input_names}
 
     def prepare(self, cfg: Any, preprocessor: Any) -> tuple[list[Utterance], str, int]:
         rate = check_rate(cfg, preprocessor)
@@ -291,8 +304,10 @@ class SpeechTask(Task):
     def task_data(self, cfg: Any, items: list, **kwargs: Any) -> TaskData:
         train, held_out = split(items, cfg.data.eval_fraction, cfg.seed)
         train, held_out = limit(train, cfg.data.limit), limit(held_out, cfg.data.eval_limit)
-        return TaskData(train=Waveforms(train, self.extractor, self.rate),
-                        eval=Waveforms(held_out, self.extractor, self.rate), collate=collate, **kwargs)
+        key = self.audio_key
+        return TaskData(train=Waveforms(train, self.extractor, self.rate, key),
+                        eval=Waveforms(held_out, self.extractor, self.rate, key),
+                        collate=functools.partial(collate, key=key), **kwargs)
 
     def load_inputs(self, pattern: str, preprocessor: Any, data: TaskData) -> list[Any]:
         where = Path(pattern).expanduser()
@@ -303,7 +318,7 @@ class SpeechTask(Task):
         reader = AudioReader(self.rate)
         items = [(str(p), audio, {}) for p in paths if (audio := reader.read(p)) is not None]
         reader.notes()
-        return Waveforms(items, self.extractor, self.rate)
+        return Waveforms(items, self.extractor, self.rate, self.audio_key)
 
 
 class SpeechRecognition(SpeechTask):
@@ -336,7 +351,11 @@ class SpeechRecognition(SpeechTask):
 
     def forward(self, model: Any, batch: dict[str, Any]) -> Any:
         """Logits (batch, frames, vocab) and each utterance's frame count (the rest is padding)."""
-        logits = model(input_values=batch["input_values"], attention_mask=batch["attention_mask"]).logits
+        import torch
+
+        logits = model(**self.model_kwargs(batch)).logits
+        if not hasattr(model, "_get_feat_extract_output_lengths"):  # frames unknown: count them all
+            return logits, logits.new_full((logits.shape[0],), logits.shape[1], dtype=torch.long)
         frames = model._get_feat_extract_output_lengths(batch["attention_mask"].sum(-1)).long()
         return logits, frames
 
@@ -401,4 +420,4 @@ class AudioClassification(Classification, SpeechTask):
         return self.task_data(cfg, items, labels=names, source=source)
 
     def forward(self, model: Any, batch: dict[str, Any]) -> Any:
-        return model(input_values=batch["input_values"], attention_mask=batch["attention_mask"]).logits
+        return model(**self.model_kwargs(batch)).logits

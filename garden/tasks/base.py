@@ -54,9 +54,15 @@ class Task:
         """Read the task's data (``cfg.data``) and split it into train and eval."""
         raise NotImplementedError
 
+    #: the batch keys of the tensors :meth:`inputs` returns, in order, each the model's argument of
+    #: that name (so ``forward`` can be rebuilt from positional inputs, as a traced stage needs)
+    input_names: tuple[str, ...] = ()
+
     def inputs(self, batch: dict[str, Any]) -> tuple:
         """The tensors the model's first block receives, in order."""
-        raise NotImplementedError
+        if not self.input_names:
+            raise NotImplementedError
+        return tuple(batch[k] for k in self.input_names)
 
     def target(self, batch: dict[str, Any]) -> Any:
         """What the loss compares the model output with."""

@@ -109,9 +109,6 @@ class Generative(Task):
             return self.generate(model, batch)
         return model(**{k: batch[k] for k in self.input_names}).logits
 
-    def inputs(self, batch: dict[str, Any]) -> tuple:
-        return tuple(batch[k] for k in self.input_names)
-
     def generate(self, model: Any, batch: dict[str, Any]) -> Any:
         """The new token ids for a batch of prompts, padded with the pad id."""
         settings = self.settings

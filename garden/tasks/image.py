@@ -115,6 +115,7 @@ def collate(examples: list[dict[str, Any]]) -> dict[str, Any]:
 class ImageClassification(Classification):
     name = "classify"
     metric = "accuracy"
+    input_names = ("pixel_values",)
 
     def load(self, cfg: Any, preprocessor: Any) -> TaskData:
         data = cfg.data
@@ -133,9 +134,6 @@ class ImageClassification(Classification):
             labels=names,
             source=source,
         )
-
-    def inputs(self, batch: dict[str, Any]) -> tuple:
-        return (batch["pixel_values"],)
 
     def forward(self, model: Any, batch: dict[str, Any]) -> Any:
         return model(pixel_values=batch["pixel_values"]).logits

@@ -65,6 +65,10 @@ class TextTask(Task):
     def model_inputs(self) -> tuple[str, ...]:
         return tuple(getattr(self.family, "text_inputs", ("input_ids", "attention_mask")))
 
+    @property
+    def input_names(self) -> tuple[str, ...]:  # type: ignore[override]
+        return self.model_inputs
+
     def records(self, cfg: Any) -> tuple[list[dict[str, Any]], str]:
         """The raw rows, and where they came from as errors name it (``data.path=reviews.csv``)."""
         data = cfg.data
@@ -95,9 +99,6 @@ class TextTask(Task):
     def split_data(self, cfg: Any, examples: list[Any]) -> tuple[list[Any], list[Any]]:
         train, held_out = split(examples, cfg.data.eval_fraction, cfg.seed)
         return limit(train, cfg.data.limit), limit(held_out, cfg.data.eval_limit)
-
-    def inputs(self, batch: dict[str, Any]) -> tuple:
-        return tuple(batch[k] for k in self.model_inputs)
 
     def model_kwargs(self, batch: dict[str, Any]) -> dict[str, Any]:
         return {k: batch[k] for k in self.model_inputs}

@@ -1,0 +1,492 @@
+"""Stage blocks for any model, found by introspection and cut by ``torch.distributed.pipelining``.
+
+A curated family writes its blocks by hand (``run(model, *carry)`` per block). For a model no
+plugin describes, :func:`traced_blocks` finds them:
+
+* the repeated layers: the largest ``nn.ModuleList`` of same-class modules (by parameters; an
+  encoder-decoder has one list under each half, both taken), unless ``model.blocks=<path>``
+  names them (several: comma-separated);
+* everything run before the first layer is the ``embeddings`` block, everything after the last
+  the ``head`` (final norm, pooler, classifier; ``tied_to`` the embeddings when it shares their
+  weights), and what runs between two lists (an encoder's final norm, a decoder's embeddings) a
+  block of its own, ``after.<list>``.
+
+The task's forward is traced with pipelining's tracer (``pipeline(module, args)`` over
+``torch.export``, with a ``pipe_split()`` before every layer), once per input signature (batch
+and sequence sizes are symbolic, so one trace usually serves a whole run). Each block runs its
+piece of that graph; what crosses a cut is whatever the later pieces read (hidden states, a
+mask, rotary embeddings, a position bias, a size), found from the graph's data flow, so no block
+needs to know the model. The pieces use the model's own parameters: training them trains it::
+
+    >>> blocks = traced_blocks(model, task, probe)           # doctest: +SKIP
+    >>> [b.name for b in blocks][:3], blocks[-1].kind         # doctest: +SKIP
+    (['embeddings', 'layer.0', 'layer.1'], 'head')
+
+A block may hold parameters another block holds too (ALBERT runs one layer's weights twelve
+times; T5's decoder reads the encoder's embeddings); the pipeline backend sums such a
+parameter's gradients over the stages that hold it.
+"""
+
+from __future__ import annotations
+
+import re
+import weakref
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+from garden.errors import ConfigError
+from garden.hookspecs import Block
+
+#: a second module list this close in size to the largest makes the choice the user's
+AMBIGUOUS_SHARE = 0.5
+#: where a model keeps its :class:`Traced` (an attribute, so the two are collected together)
+ATTRIBUTE = "_garden_traced"
+
+
+class TraceError(ConfigError):
+    """The model's forward could not be cut into blocks (``torch.export`` refused it, or its
+    layers do not run one after the other)."""
+
+
+# -- which module lists hold the layers ------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LayerList:
+    """A candidate list of repeated layers: ``LayerList("bert.encoder.layer", 12, "BertLayer", 85e6)``."""
+
+    path: str
+    length: int
+    kind: str
+    params: int
+
+    def describe(self) -> str:
+        return f"{self.path} ({self.length} x {self.kind}, {self.params:,} parameters)"
+
+
+def layer_lists(model: Any) -> list[LayerList]:
+    """Every ``nn.ModuleList`` of same-class modules with parameters, not inside another such
+    list, largest (by parameters) first."""
+    import torch
+
+    found: list[LayerList] = []
+    for path, module in model.named_modules():
+        if not isinstance(module, torch.nn.ModuleList) or len(module) == 0:
+            continue
+        kinds = {type(child) for child in module}
+        if len(kinds) != 1 or any(path.startswith(f"{outer.path}.") for outer in found):
+            continue
+        params = sum(p.numel() for p in module.parameters())
+        if params:
+            found.append(LayerList(path, len(module), kinds.pop().__name__, params))
+    return sorted(found, key=lambda c: -c.params)
+
+
+def choose_layers(model: Any, override: str | Sequence[str] | None = None, *, encoder_decoder: bool = False
+                  ) -> list[LayerList]:
+    """The layer lists to cut at (``model.blocks`` names them, comma-separated); otherwise the
+    largest, or for an encoder-decoder the largest under each half. When two unrelated lists
+    are close in size, the error names them and the override that picks."""
+    candidates = layer_lists(model)
+    if override:
+        paths = [override] if isinstance(override, str) else list(override)
+        paths = [p.strip() for path in paths for p in str(path).split(",") if p.strip()]
+        by_path = {c.path: c for c in candidates}
+        unknown = [p for p in paths if p not in by_path]
+        if unknown:
+            raise ConfigError(f"model.blocks={','.join(paths)}: {unknown[0]} is not a list of same-class modules "
+                              f"of {type(model).__name__}; candidates: {_listing(candidates)}")
+        return [by_path[p] for p in paths]
+    if not candidates:
+        raise ConfigError(f"{type(model).__name__} has no nn.ModuleList of repeated layers to cut into stages")
+    if encoder_decoder:
+        halves = [next((c for c in candidates if _under(c.path, half)), None) for half in ("encoder", "decoder")]
+        if halves[0] and halves[1]:
+            return [halves[0], halves[1]]
+    first = candidates[0]
+    rivals = [c for c in candidates[1:] if c.params >= AMBIGUOUS_SHARE * first.params]
+    if rivals:
+        raise ConfigError(
+            f"{type(model).__name__} has {len(rivals) + 1} lists of repeated layers of similar size: "
+            f"{_listing([first, *rivals])}; pick the one(s) to cut with model.blocks=<path>[,<path>]")
+    return [first]
+
+
+def _under(path: str, part: str) -> bool:
+    return any(part in atom for atom in path.split("."))
+
+
+def _listing(candidates: Sequence[LayerList]) -> str:
+    return "; ".join(c.describe() for c in candidates) or "none"
+
+
+# -- tracing and cutting -----------------------------------------------------------------------
+
+
+@dataclass
+class Piece:
+    """One cut of a traced graph: the submodule to call, the carried values it reads, the values
+    it makes (``getitems``: which output index each is), and the values carried in and out."""
+
+    module: Any
+    reads: tuple[str, ...]
+    outputs: tuple[str, ...]
+    carry_in: tuple[str, ...]
+    carry_out: tuple[str, ...]
+    getitems: dict[str, int]
+
+
+@dataclass
+class Trace:
+    """The task's forward for one input signature, cut into pieces; ``params``: the ids of the
+    parameters each piece uses."""
+
+    pieces: list[Piece]
+    params: list[set[int]]
+
+
+def trace(module: Any, inputs: tuple, begins: Sequence[str], ends: dict[str, int]) -> Trace:
+    """``module(*inputs)`` captured by pipelining's tracer, cut before every call of a module of
+    ``begins`` and after the ``n``-th call of each ``ends`` module (``{path: n}``); the pieces are
+    rebound to ``module``'s own parameters and buffers.
+
+    The cuts are pipelining's ``pipe_split()`` markers, put in by hooks: ``SplitPoint.BEGINNING``
+    and ``END`` do the same, but one module cannot be both (the last layer of a list is), and a
+    layer that runs several times (ALBERT's one shared layer) is cut at every run."""
+    import torch
+    from torch.distributed.pipelining import pipe_split, pipeline
+
+    calls = dict.fromkeys(ends, 0)
+
+    def after(path: str) -> Callable[..., None]:
+        def hook(m: Any, args: Any, out: Any) -> None:
+            calls[path] += 1
+            if calls[path] == ends[path]:
+                pipe_split()
+        return hook
+
+    hooks = [module.get_submodule(path).register_forward_pre_hook(lambda m, args: pipe_split()) for path in begins]
+    hooks += [module.get_submodule(path).register_forward_hook(after(path)) for path in ends]
+    try:
+        with torch.enable_grad():
+            pipe = pipeline(module, mb_args=tuple(inputs))
+    except Exception as err:  # export raises many types; the first line of the cause says why
+        cause = err.__cause__ or err
+        reason = " ".join(str(cause).split())[:300] or type(cause).__name__
+        raise TraceError(f"torch.export cannot capture {type(module.model).__name__}'s forward as one graph "
+                         f"({type(cause).__name__}: {reason})") from None
+    finally:
+        for hook in hooks:
+            hook.remove()
+    return _pieces(pipe.split_gm, module)
+
+
+def _pieces(split: Any, module: Any) -> Trace:
+    """The split graph as pieces, each reading and handing on named values (its data flow)."""
+    _rebind(split, module)
+    graph = split.graph
+    calls = [n for n in graph.nodes if n.op == "call_module"]
+    output = next(n for n in graph.nodes if n.op == "output")
+    made_by: dict[str, int] = {}
+    getitems: dict[str, int] = {}
+    for node in graph.nodes:
+        if node.op == "placeholder":
+            made_by[node.name] = -1
+        elif node.op == "call_module":
+            made_by[node.name] = calls.index(node)
+        elif node.op == "call_function":  # getitem of a piece's output tuple
+            made_by[node.name] = made_by[node.args[0].name]
+            getitems[node.name] = node.args[1]
+    reads = [_names((call.args, call.kwargs)) for call in calls]
+    result = tuple(_names(output.args))
+    order = [n.name for n in graph.nodes if n.op != "output"]
+
+    def live_before(k: int) -> tuple[str, ...]:
+        later = {v for used in reads[k:] for v in used} | set(result)
+        return tuple(v for v in order if v in later and made_by[v] < k)
+
+    pieces = []
+    for k, call in enumerate(calls):
+        outputs = tuple(v for v in order if made_by.get(v) == k and (v in getitems or v == call.name))
+        pieces.append(Piece(getattr(split, call.target), tuple(reads[k]), outputs, live_before(k),
+                            live_before(k + 1) if k + 1 < len(calls) else result,
+                            {v: getitems[v] for v in outputs if v in getitems}))
+    return Trace(pieces, [{id(p) for p in piece.module.parameters()} for piece in pieces])
+
+
+def _names(args: Any) -> list[str]:
+    """The graph nodes named anywhere in ``args`` (nested tuples, lists, dicts), in order."""
+    if hasattr(args, "op"):
+        return [args.name]
+    if isinstance(args, (tuple, list)):
+        return [n for a in args for n in _names(a)]
+    if isinstance(args, dict):
+        return [n for a in args.values() for n in _names(a)]
+    return []
+
+
+def _rebind(split: Any, module: Any) -> None:
+    """Point every piece's parameters and buffers back at ``module``'s (the tracer copies a
+    parameter that two pieces use, and every call of a module run twice), so training the pieces
+    trains the model."""
+    for piece in split.children():
+        for kind, named in (("parameter", piece.named_parameters(remove_duplicate=False)),
+                            ("buffer", piece.named_buffers(remove_duplicate=False))):
+            for name, value in list(named):
+                path = re.sub(r"@\d+", "", name)  # the tracer names a module's second call "layer@1"
+                try:
+                    original = module.get_parameter(path) if kind == "parameter" else module.get_buffer(path)
+                except AttributeError:
+                    continue
+                if original is value:
+                    continue
+                owner_path, _, attr = name.rpartition(".")
+                owner = piece.get_submodule(owner_path) if owner_path else piece
+                (owner._parameters if kind == "parameter" else owner._buffers)[attr] = original
+
+
+def run_piece(piece: Piece, carry: tuple) -> tuple:
+    """Run ``piece`` on the values carried into it; return the values carried out of it."""
+    env = dict(zip(piece.carry_in, carry))
+    out = piece.module(*[env[v] for v in piece.reads])
+    for name in piece.outputs:
+        env[name] = out[piece.getitems[name]] if name in piece.getitems else out
+    return tuple(env[v] for v in piece.carry_out)
+
+
+# -- the blocks ----------------------------------------------------------------------------------
+
+
+def task_module(model: Any, task: Any) -> Any:
+    """The model as the task runs it, ``forward(*inputs)``: what gets traced, so the last block
+    returns exactly what ``task.forward`` returns (logits; start and end; logits and frames)."""
+    import torch
+
+    class TaskForward(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.model = model
+
+        def forward(self, *inputs: Any) -> Any:
+            return task.forward(self.model, dict(zip(task.input_names, inputs)))
+
+    return TaskForward()
+
+
+def signature(values: Sequence[Any], exact: bool) -> tuple:
+    """What a trace must agree on: dtypes, ranks, and which sizes are 1 (a dynamic trace), or
+    every size (a static one)."""
+    import torch
+
+    return tuple((v.dtype, tuple(v.shape) if exact else tuple(d == 1 for d in v.shape))
+                 if isinstance(v, torch.Tensor) else type(v).__name__ for v in values)
+
+
+@dataclass
+class Cut:
+    """One trace, its pieces grouped per block, and the carried slots that hold Python ints
+    (sizes, sent between stages as 0-d tensors)."""
+
+    groups: list[list[Piece]]
+    exact: bool
+    int_slots: dict[int, set[int]] = field(default_factory=dict)
+
+
+class Traced:
+    """A model's blocks and the traces that run them, one per input signature (see module doc)."""
+
+    def __init__(self, model: Any, task: Any, lists: list[LayerList], probe: tuple) -> None:
+        self.model, self.task, self.lists = model, task, lists
+        self.module = task_module(model, task)
+        self.cuts: dict[tuple, Cut] = {}
+        order, self.layer_calls = self.rehearse(probe)
+        if not self.layer_calls:
+            raise TraceError(f"{type(model).__name__} never calls its layers {', '.join(l.path for l in lists)} "
+                             "for this task; pick the layers it runs with model.blocks=<path>")
+        self.begins = sorted({f"model.{path}" for _, path in self.layer_calls})
+        last = {n: path for n, path in self.layer_calls}
+        self.ends = {f"model.{path}": sum(p == path for _, p in self.layer_calls) for path in last.values()}
+        first = self.capture(probe)
+        self.blocks = self.describe(first[0], order)
+        self.boundaries: list[dict[tuple, Cut]] = [{} for _ in self.groups]
+        self.register(first, probe)
+
+    def rehearse(self, probe: tuple) -> tuple[dict[str, int], list[tuple[int, str]]]:
+        """Run the probe once, eagerly: the order modules are first called in, and the layer
+        calls in order, ``[(list index, path), ...]`` (a shared layer once per call)."""
+        import torch
+
+        order: dict[str, int] = {}
+        calls: list[tuple[int, str]] = []
+        children = {f"{l.path}.{i}": n for n, l in enumerate(self.lists) for i in range(l.length)}
+        hooks = []
+        for name, module in self.model.named_modules():
+            def hook(m: Any, args: Any, name: str = name) -> None:
+                order.setdefault(name, len(order))
+                if name in children:
+                    calls.append((children[name], name))
+            hooks.append(module.register_forward_pre_hook(hook))
+        try:
+            with torch.no_grad():
+                self.module(*probe)
+        finally:
+            for h in hooks:
+                h.remove()
+        return order, calls
+
+    # tracing
+
+    def capture(self, inputs: tuple) -> tuple[Trace, bool]:
+        """A dynamic trace (batch and sequence sizes symbolic), else a static one: ``(trace, exact)``."""
+        import torch
+        from torch.utils._python_dispatch import _disable_current_modes
+
+        dynamic = tuple(t.clone() if isinstance(t, torch.Tensor) else t for t in inputs)
+        for t in dynamic:
+            if isinstance(t, torch.Tensor):
+                for dim in range(min(t.dim(), 2)):
+                    if t.shape[dim] > 1 and (dim == 0 or t.dim() == 2):
+                        torch._dynamo.mark_dynamic(t, dim)
+        with _disable_current_modes():  # a FlopCounterMode would count the tracer's fake tensors
+            try:
+                found = trace(self.module, dynamic, self.begins, self.ends), False
+            except TraceError:
+                found = trace(self.module, tuple(inputs), self.begins, self.ends), True
+        expected = 1 + len(self.layer_calls) + len(self.lists)
+        if len(found[0].pieces) != expected:
+            raise TraceError(f"the traced forward of {type(self.model).__name__} cuts into {len(found[0].pieces)} "
+                             f"pieces, not the {expected} its layers ({', '.join(l.path for l in self.lists)}) give; "
+                             "pick others with model.blocks=<path>")
+        return found
+
+    def register(self, traced: tuple[Trace, bool], inputs: tuple) -> Cut:
+        found, exact = traced
+        cut = Cut([[found.pieces[i] for i in group] for group in self.groups], exact)
+        self.cuts[(self.model.training, signature(inputs, exact))] = cut
+        return cut
+
+    def cut_for(self, index: int, carry: tuple) -> Cut:
+        """The trace for what block ``index`` received: the first block traces a new input
+        signature; a later one finds the trace that made what it carries."""
+        for exact in (True, False):
+            key = (self.model.training, signature(carry, exact))
+            table = self.cuts if index == 0 else self.boundaries[index]
+            if key in table:
+                return table[key]
+        if index == 0:
+            return self.register(self.capture(carry), carry)
+        raise TraceError(f"block {self.blocks[index].name} of {type(self.model).__name__} received values no trace "
+                         f"made ({signature(carry, True)}); run the blocks before it first")
+
+    def run(self, index: int, carry: tuple) -> tuple:
+        import torch
+
+        cut = self.cut_for(index, carry)
+        ints = cut.int_slots.get(index, set())
+        values = tuple(int(v) if i in ints else v for i, v in enumerate(carry))
+        for piece in cut.groups[index]:
+            values = run_piece(piece, values)
+        if index + 1 < len(cut.groups):
+            slots = {i for i, v in enumerate(values) if not isinstance(v, torch.Tensor)}
+            cut.int_slots[index + 1] = slots
+            values = tuple(torch.tensor(int(v)) if i in slots else v for i, v in enumerate(values))
+            self.boundaries[index + 1][(self.model.training, signature(values, cut.exact))] = cut
+        return values
+
+    # the blocks themselves
+
+    def describe(self, found: Trace, order: dict[str, int]) -> list[Block]:
+        """Name the pieces, run a piece without parameters with the block before it, and say
+        which modules each block holds: its own in the order the model calls them (BeginBlock
+        starts a block at the first), then those it shares with a block before it."""
+        names, kinds = ["embeddings"], ["embedding"]
+        paths = [l.path for l in self.lists]
+        labels = [_short(path, paths) if len(paths) > 1 else "layer" for path in paths]
+        counts = [0] * len(self.lists)
+        for position, (n, _) in enumerate(self.layer_calls):
+            names.append(f"{labels[n]}.{counts[n]}")
+            kinds.append("layer")
+            counts[n] += 1
+            following = self.layer_calls[position + 1][0] if position + 1 < len(self.layer_calls) else None
+            if following is not None and following != n:
+                names.append(f"after.{labels[n]}")
+                kinds.append("embedding")
+        names.append("head")
+        kinds.append("head")
+        groups: list[list[int]] = []
+        for i, kind in enumerate(kinds):
+            if groups and kind == "embedding" and not found.params[i]:
+                groups[-1].append(i)
+            else:
+                groups.append([i])
+        self.groups = groups
+        held = [set().union(*(found.params[i] for i in group)) for group in groups]
+        held[-1] |= {id(p) for p in self.model.parameters()} - set().union(*held)  # unused (a skipped pooler)
+        by_id = {id(p): n for n, p in self.model.named_parameters()}
+        blocks, earlier = [], set()
+        for g, group in enumerate(groups):
+            kind = kinds[group[0]]
+            own, shared = held[g] - earlier, held[g] & earlier
+            earlier |= held[g]
+            modules = _modules(self.model, {by_id[i] for i in own}, order)
+            modules += [m for m in _modules(self.model, {by_id[i] for i in shared}, order) if m not in modules]
+            tied = names[0] if kind == "head" and g > 0 and shared & held[0] else None
+            blocks.append(Block(names[group[0]], kind, tuple(modules), _runner(self, g), tied_to=tied))
+        return blocks
+
+
+def _short(path: str, paths: list[str]) -> str:
+    """The first part of ``path`` that tells it from the other lists (``encoder``, ``decoder``)."""
+    for atom in path.split("."):
+        if sum(atom in p.split(".") for p in paths) == 1:
+            return atom
+    return path.replace(".", "_")
+
+
+def _runner(traced: Traced, index: int) -> Callable[..., tuple]:
+    ref = weakref.ref(traced)
+
+    def run(model: Any, *carry: Any) -> tuple:
+        found = ref()
+        if found is None or found.model is not model:
+            found = traced_of(model)
+        return found.run(index, carry)
+
+    return run
+
+
+def _modules(model: Any, names: set[str], order: dict[str, int]) -> list[str]:
+    """The largest modules whose parameters are all in ``names`` (then single parameters left
+    over), in the order the model first calls them."""
+    chosen: list[str] = []
+
+    def visit(prefix: str, module: Any) -> None:
+        params = [f"{prefix}{n}" for n, _ in module.named_parameters()]
+        if params and all(p in names for p in params):
+            chosen.append(prefix.rstrip("."))
+            return
+        for child_name, child in module.named_children():
+            visit(f"{prefix}{child_name}.", child)
+        chosen.extend(f"{prefix}{n}" for n, _ in module.named_parameters(recurse=False) if f"{prefix}{n}" in names)
+
+    if names:
+        visit("", model)
+    late = len(order) + 1
+    return sorted(chosen, key=lambda p: order.get(p, late))
+
+
+def traced_of(model: Any) -> Traced:
+    found = vars(model).get(ATTRIBUTE)
+    if found is None:
+        raise TraceError(f"{type(model).__name__} has no traced blocks: call the family's stage_blocks first")
+    return found
+
+
+def traced_blocks(model: Any, task: Any, probe: tuple, blocks: str | Sequence[str] | None = None) -> list[Block]:
+    """The model's stage blocks (see module doc); ``blocks`` names the layer lists (``model.blocks``)."""
+    known = vars(model).get(ATTRIBUTE)
+    if known is None or known.task.name != task.name:
+        encoder_decoder = bool(getattr(getattr(model, "config", None), "is_encoder_decoder", False))
+        known = Traced(model, task, choose_layers(model, blocks, encoder_decoder=encoder_decoder), probe)
+        vars(model)[ATTRIBUTE] = known
+    return known.blocks
