@@ -19,7 +19,8 @@ from typing import Any, Mapping
 
 from garden.errors import ConfigError
 
-DOMAINS = ("vision", "nlp", "speech", "multimodal", "gnn")
+#: what a domain's name looks like; the set of domains is open (a plugin brings a new one by using it)
+DOMAIN_NAME = re.compile(r"[a-z][a-z0-9-]*")
 
 #: a full Hub commit hash: the only revision that names the same files for ever (a branch moves,
 #: and a 7-character prefix is how the Hub shows a commit, not an id that stays unique)
@@ -136,3 +137,35 @@ class ModelEntry:
         d["variants"] = [dict(v, config=dict(v["config"])) for v in d["variants"]]
         d["results"] = [dict(r) for r in self.results]
         return d
+
+
+@dataclass(frozen=True)
+class TaskEntry:
+    """A task a plugin contributes: what ``task=NAME`` runs for the models of one domain.
+
+    ``builder`` is the import path of its :class:`garden.tasks.base.Task` subclass, imported only
+    when a run needs it; the task's Hydra config is ``task/<name>.yaml`` in the plugin's config
+    directory (``garden_config_dir``). One name may serve several domains, each with its own class
+    (``classify`` reads images for vision and sentences for nlp), so a task is known by its name
+    and domain. ``tied_head`` says the task's head predicts the vocabulary with the token
+    embeddings' weights, so a stage layout places it beside them. ``plugin`` is filled in by
+    discovery.
+
+    >>> TaskEntry(name="detect", domain="detection", builder="garden_detect.task:Detection",
+    ...           description="boxes and classes of the objects in an image").key
+    ('detect', 'detection')
+    """
+
+    name: str
+    domain: str
+    builder: str
+    description: str = ""
+    tied_head: bool = False
+    plugin: str | None = None
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.name, self.domain)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)

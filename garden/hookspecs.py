@@ -15,7 +15,6 @@ Read this module top to bottom and you know everything a plugin can do.
 
 from __future__ import annotations
 
-import pkgutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
@@ -25,8 +24,7 @@ import pluggy
 if TYPE_CHECKING:  # pragma: no cover - types only
     import torch
 
-    from garden.entries import ModelEntry, Variant
-    from garden.tasks.base import Task
+    from garden.entries import ModelEntry, TaskEntry, Variant
 
 PROJECT = "garden"
 #: The plugin API this core speaks. A plugin states the version it was written for as
@@ -57,11 +55,28 @@ class GardenSpec:
         """
 
     @hookspec
+    def garden_tasks(self) -> "Sequence[TaskEntry]":
+        """Return the tasks this plugin contributes: each a name, the domain whose models it
+        serves, and the import path of its Task class.
+
+        Called once per process at discovery. Must not import torch or the Task classes. The
+        task's Hydra config is ``task/<name>.yaml`` in this plugin's config directory
+        (``garden_config_dir``). garden's own tasks arrive through this hook too, from a
+        built-in plugin (``garden.tasks.plugin``). A new domain needs nothing more than a task
+        and a model that name it.
+
+        Example return value::
+
+            [TaskEntry(name="detect", domain="detection", builder="garden_detect.task:Detection",
+                       description="boxes and classes of the objects in an image")]
+        """
+
+    @hookspec
     def garden_config_dir(self) -> str | None:
         """Return this plugin's Hydra config directory as a search-path entry.
 
-        The directory holds ``model/<name>.yaml`` for each model, and may hold
-        ``recipe/<model>/<task>.yaml`` (per-task defaults, ``# @package _global_``).
+        The directory holds ``model/<name>.yaml`` for each model, ``task/<name>.yaml`` for each
+        task, and may hold ``recipe/<model>/<task>.yaml`` (per-task defaults, ``# @package _global_``).
 
         Example return value: ``"pkg://garden_vit.conf"``
         """
@@ -121,12 +136,10 @@ class ModelFamily:
     transformers model, which implements everything from a few class attributes).
     """
 
-    #: task name -> import path of the core (or plugin) Task class that serves it.
+    #: task name -> import path of a Task class, only for a task this family runs its own way; a
+    #: task's class otherwise comes from the plugins' ``garden_tasks``, by its name and the model's
+    #: domain (which must register every task the model lists either way, for its config)
     tasks: dict[str, str] = {}
-
-    def task(self, name: str) -> "Task":
-        """The Task object for ``name`` (data, loss, metrics, predictions)."""
-        return pkgutil.resolve_name(self.tasks[name])(self)
 
     def build(self, spec: BuildSpec) -> "torch.nn.Module":
         """Return the model for ``spec``: random init, or from ``spec.weights_dir``."""

@@ -6,26 +6,34 @@ others keep working. ``GARDEN_STRICT_PLUGINS=1`` turns any such failure into an 
 
 ``GARDEN_PLUGINS=a,b`` loads only the named plugins, ``GARDEN_DISABLE_PLUGINS=a,b`` blocks
 some; either matches a distribution name or an entry-point name.
+
+garden's own tasks come from built-in plugins (:data:`BUILTIN`), modules registered through the
+same hooks before any installed plugin, as pytest registers its own; they are always loaded.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import importlib
 import os
 import sys
 from dataclasses import dataclass, field
-from importlib.metadata import EntryPoint, entry_points
+from importlib.metadata import EntryPoint, PackageNotFoundError, entry_points, version
 from pathlib import Path
 from typing import Any
 
 import pluggy
 
 from garden import hookspecs
-from garden.entries import DOMAINS, ModelEntry
+from garden.entries import DOMAIN_NAME, ModelEntry, TaskEntry
 from garden.errors import PluginError
 
 GROUP = "garden.plugins"
+#: garden's built-in plugins (entry-point-like name -> module), loaded first and never blocked
+BUILTIN = {"tasks": "garden.tasks.plugin"}
+#: the distribution built-in plugins belong to
+CORE = "garden"
 
 
 @dataclass
@@ -39,6 +47,7 @@ class PluginInfo:
     status: str = "loaded"  # loaded | failed | blocked
     error: str | None = None
     models: list[str] = field(default_factory=list)
+    tasks: list[str] = field(default_factory=list)
     hooks: list[str] = field(default_factory=list)
     config_dir: str | None = None
     #: the entry point's module (``garden_vit.plugin``), read without importing it
@@ -64,11 +73,15 @@ class PluginInfo:
 
 @dataclass
 class Discovery:
-    """The result of discovery: plugins, the entries they contributed, and failures."""
+    """The result of discovery: plugins, the entries and tasks they contributed, and failures.
+
+    ``tasks`` is keyed by ``(name, domain)`` (:attr:`TaskEntry.key`).
+    """
 
     plugins: list[PluginInfo]
     entries: dict[str, ModelEntry]
     manager: pluggy.PluginManager
+    tasks: dict[tuple[str, str], TaskEntry] = field(default_factory=dict)
 
     @property
     def hook(self) -> Any:
@@ -115,6 +128,13 @@ def _distribution(ep: EntryPoint) -> tuple[str, str]:
     return dist.metadata["Name"], dist.version
 
 
+def _core_version() -> str:
+    try:
+        return version(CORE)
+    except PackageNotFoundError:  # a source tree that is not installed
+        return "?"
+
+
 def _check_api_version(module: Any, info: PluginInfo) -> None:
     declared = getattr(module, "GARDEN_API_VERSION", None)
     info.api_version = declared
@@ -132,26 +152,39 @@ def _check_api_version(module: Any, info: PluginInfo) -> None:
         )
 
 
+def _check_domain(domain: Any, what: str, info: PluginInfo) -> None:
+    if not isinstance(domain, str) or not DOMAIN_NAME.fullmatch(domain):
+        raise PluginError(
+            f"plugin '{info.distribution}': {what} has domain {domain!r}; a domain is a lower-case word "
+            f"(letters, digits, '-'), e.g. vision or detection"
+        )
+
+
 def _validate_entry(entry: Any, info: PluginInfo) -> ModelEntry:
     if not isinstance(entry, ModelEntry):
         raise PluginError(
             f"plugin '{info.distribution}' returned {type(entry).__name__} from garden_models; "
             "expected garden.entries.ModelEntry"
         )
-    if entry.domain not in DOMAINS:
-        raise PluginError(
-            f"plugin '{info.distribution}': model '{entry.name}' has domain '{entry.domain}'; "
-            f"use one of {', '.join(DOMAINS)}"
-        )
+    _check_domain(entry.domain, f"model '{entry.name}'", info)
     if not entry.variants:
         raise PluginError(f"plugin '{info.distribution}': model '{entry.name}' has no variants")
     return entry
 
 
-def _load_one(pm: pluggy.PluginManager, ep: EntryPoint, info: PluginInfo) -> list[ModelEntry]:
-    """Import, check and register one plugin, then ask its own hooks (and only its own, so
-    discovery stays linear in the number of plugins)."""
-    module = ep.load()
+def _validate_task(task: Any, info: PluginInfo) -> TaskEntry:
+    if not isinstance(task, TaskEntry):
+        raise PluginError(
+            f"plugin '{info.distribution}' returned {type(task).__name__} from garden_tasks; "
+            "expected garden.entries.TaskEntry"
+        )
+    _check_domain(task.domain, f"task '{task.name}'", info)
+    return task
+
+
+def _load_one(pm: pluggy.PluginManager, module: Any, info: PluginInfo) -> tuple[list[ModelEntry], list[TaskEntry]]:
+    """Check and register one imported plugin module, then ask its own hooks (and only its own,
+    so discovery stays linear in the number of plugins)."""
     _check_api_version(module, info)
     hooks = {name: getattr(module, name) for name in dir(module)
              if pm.parse_hookimpl_opts(module, name) is not None}
@@ -168,37 +201,38 @@ def _load_one(pm: pluggy.PluginManager, ep: EntryPoint, info: PluginInfo) -> lis
     info.hooks = sorted(hooks)
     models = hooks["garden_models"]() if "garden_models" in hooks else []
     entries = [_validate_entry(e, info) for e in (models or [])]
+    contributed = hooks["garden_tasks"]() if "garden_tasks" in hooks else []
+    tasks = [_validate_task(t, info) for t in (contributed or [])]
     info.config_dir = hooks["garden_config_dir"]() if "garden_config_dir" in hooks else None
-    return entries
+    return entries, tasks
 
 
 @functools.lru_cache(maxsize=1)
 def discover() -> Discovery:
-    """Load every installed plugin once per process; see the module docstring for the rules."""
+    """Load the built-in plugins, then every installed one, once per process; see the module
+    docstring for the rules."""
     pm = pluggy.PluginManager(hookspecs.PROJECT)
     pm.add_hookspecs(hookspecs.GardenSpec)
     only, blocked = _names("GARDEN_PLUGINS"), _names("GARDEN_DISABLE_PLUGINS")
-    plugins: list[PluginInfo] = []
-    entries: dict[str, ModelEntry] = {}
+    found = [(CORE, _core_version(), name, lambda module=module: importlib.import_module(module), module)
+             for name, module in BUILTIN.items()]
     seen: set[tuple[str, str]] = set()
-    found = sorted(((*_distribution(ep), ep) for ep in entry_points(group=GROUP)), key=lambda f: (f[0], f[2].name))
-    for dist, version, ep in found:
-        if (dist, ep.name) in seen:  # the same distribution found twice on sys.path
-            continue
-        seen.add((dist, ep.name))
-        info = PluginInfo(name=ep.name, distribution=dist, version=version, module=ep.value.split(":")[0])
-        plugins.append(info)
-        if (only is not None and not ({dist, ep.name} & only)) or (blocked and {dist, ep.name} & blocked):
+    for dist, version, ep in sorted(((*_distribution(ep), ep) for ep in entry_points(group=GROUP)),
+                                    key=lambda f: (f[0], f[2].name)):
+        if (dist, ep.name) not in seen:  # the same distribution found twice on sys.path
+            seen.add((dist, ep.name))
+            found.append((dist, version, ep.name, ep.load, ep.value.split(":")[0]))
+    discovery = Discovery(plugins=[], entries={}, manager=pm)
+    for dist, version, name, load, module in found:
+        info = PluginInfo(name=name, distribution=dist, version=version, module=module)
+        discovery.plugins.append(info)
+        builtin = dist == CORE and name in BUILTIN
+        if not builtin and ((only is not None and not ({dist, name} & only)) or (blocked and {dist, name} & blocked)):
             info.status = "blocked"
             continue
         try:
-            contributed = _load_one(pm, ep, info)
-            for entry in contributed:
-                if entry.name in entries:
-                    raise PluginError(
-                        f"model '{entry.name}' is registered by both '{entries[entry.name].plugin}' "
-                        f"and '{dist}'; uninstall one, or block one with GARDEN_DISABLE_PLUGINS=NAME"
-                    )
+            models, tasks = _load_one(pm, load(), info)
+            _check_unique(discovery, models, tasks, dist)
         except Exception as err:  # a broken plugin must not take the others down
             if pm.get_plugin(info.name) is not None:
                 pm.unregister(name=info.name)
@@ -211,7 +245,27 @@ def discover() -> Discovery:
                 raise PluginError(message + " (GARDEN_STRICT_PLUGINS=1)") from err
             print(f"warning: {message}", file=sys.stderr)
             continue
-        for entry in contributed:
-            entries[entry.name] = dataclasses.replace(entry, plugin=dist, plugin_version=version)
-        info.models = [e.name for e in contributed]
-    return Discovery(plugins=plugins, entries=entries, manager=pm)
+        for entry in models:
+            discovery.entries[entry.name] = dataclasses.replace(entry, plugin=dist, plugin_version=version)
+        for task in tasks:
+            discovery.tasks[task.key] = dataclasses.replace(task, plugin=dist)
+        info.models = [e.name for e in models]
+        info.tasks = sorted({t.name for t in tasks})
+    return discovery
+
+
+def _check_unique(discovery: Discovery, models: list[ModelEntry], tasks: list[TaskEntry], dist: str) -> None:
+    """A model name, or a task name for one domain, belongs to one plugin."""
+    for entry in models:
+        if entry.name in discovery.entries:
+            raise PluginError(
+                f"model '{entry.name}' is registered by both '{discovery.entries[entry.name].plugin}' "
+                f"and '{dist}'; uninstall one, or block one with GARDEN_DISABLE_PLUGINS=NAME"
+            )
+    for task in tasks:
+        if task.key in discovery.tasks:
+            raise PluginError(
+                f"task '{task.name}' for domain '{task.domain}' is registered by both "
+                f"'{discovery.tasks[task.key].plugin}' and '{dist}'; uninstall one, or block one with "
+                f"GARDEN_DISABLE_PLUGINS=NAME"
+            )

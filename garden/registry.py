@@ -17,7 +17,7 @@ import json
 from pathlib import Path
 from typing import Any, Iterable
 
-from garden.entries import ModelEntry
+from garden.entries import ModelEntry, TaskEntry
 from garden.files import write_atomic
 from garden.errors import ConfigError, PluginError, UnknownModelError, UnknownTaskError
 from garden.plugins import discover
@@ -59,6 +59,40 @@ def check_task(entry: ModelEntry, task: str) -> None:
             f"model '{entry.name}' has no task '{task}' (task={task}); "
             f"its tasks are: {', '.join(entry.tasks)}"
         )
+
+
+def tasks() -> dict[tuple[str, str], TaskEntry]:
+    """Every task the loaded plugins contribute (garden's own among them), by ``(name, domain)``."""
+    return discover().tasks
+
+
+def list_tasks(domain: str | None = None) -> list[TaskEntry]:
+    """The registered tasks, of one domain or all, by name then domain."""
+    return sorted((t for t in tasks().values() if domain is None or t.domain == domain), key=lambda t: t.key)
+
+
+def task_entry(entry: ModelEntry, task: str) -> TaskEntry:
+    """The task ``task=NAME`` runs for ``entry``: the one registered for its name and the model's domain."""
+    check_task(entry, task)
+    found = tasks().get((task, entry.domain))
+    if found is None:
+        elsewhere = sorted(t.domain for t in tasks().values() if t.name == task)
+        where = f"only for {', '.join(elsewhere)}" if elsewhere else "by no installed plugin"
+        raise UnknownTaskError(
+            f"model '{entry.name}' (domain {entry.domain}) lists task '{task}', which is registered {where}; "
+            f"install the plugin that brings it, or have plugin {entry.plugin} register it (garden_tasks)"
+        )
+    return found
+
+
+def tied_head_tasks(entry: ModelEntry) -> list[str]:
+    """``entry``'s tasks whose head shares the token embeddings' weights (``TaskEntry.tied_head``)."""
+    return [t for t in entry.tasks if (found := tasks().get((t, entry.domain))) is not None and found.tied_head]
+
+
+def domains() -> list[str]:
+    """The domains of the registered models and tasks: open, whatever the plugins name."""
+    return sorted({e.domain for e in entries().values()} | {t.domain for t in tasks().values()})
 
 
 def parse_count(text: str | int | float) -> float:
@@ -140,24 +174,20 @@ def run_command(entry: ModelEntry, task: str, variant: str | None = None) -> str
     return " ".join([f"python -m garden model={entry.name} task={task}", *named, *chosen.run_overrides])
 
 
-#: core tasks whose head predicts the vocabulary with the token embeddings' weights (tied); as
-#: Optimum Graphcore does for BERT pre-training and GPT-2, such a head sits on IPU 0 beside them
-TIED_HEAD_TASKS = ("mlm", "causal-lm", "generate", "summarize", "text2text")
-
-
-def stage_summary(layers_per_ipu: Iterable[int], tasks: Iterable[str] = ()) -> list[str]:
+def stage_summary(layers_per_ipu: Iterable[int], tasks: Iterable[str] = (), tied: Iterable[str] = ()) -> list[str]:
     """What each IPU holds under a published layout, placed as the planner places it (embeddings
-    on the first IPU; a tied head beside them, any other head on the last), so ``show`` needs no
-    model::
+    on the first IPU; the head of a task in ``tied``, which shares the token embeddings' weights,
+    beside them, as Optimum Graphcore places a pre-training head; any other head on the last), so
+    ``show`` needs no model::
 
         >>> stage_summary([3, 3, 3, 3])
         ['IPU 0: embeddings + layers 0-2', 'IPU 1: layers 3-5', 'IPU 2: layers 6-8', 'IPU 3: layers 9-11 + head']
-        >>> stage_summary([0, 6, 6], ["classify", "mlm"])
+        >>> stage_summary([0, 6, 6], ["classify", "mlm"], tied=["mlm"])
         ['IPU 0: embeddings + tied head (mlm)', 'IPU 1: layers 0-5', 'IPU 2: layers 6-11 + head (classify)']
     """
-    tasks = list(tasks)
-    tied = [t for t in tasks if t in TIED_HEAD_TASKS]
-    untied = [t for t in tasks if t not in TIED_HEAD_TASKS]
+    tasks, tied_tasks = list(tasks), set(tied)
+    tied = [t for t in tasks if t in tied_tasks]
+    untied = [t for t in tasks if t not in tied_tasks]
     which = (lambda names: f" ({', '.join(names)})") if tied and untied else (lambda names: "")
     counts = list(layers_per_ipu)
     lines, first = [], 0
@@ -187,7 +217,9 @@ def entry_record(entry: ModelEntry) -> dict[str, Any]:
     """One model as it appears in ``registry.json``."""
     record = entry.to_dict()
     record["commands"] = {t: run_command(entry, t) for t in entry.tasks}
-    record["stage_summaries"] = {str(ipus): stage_summary(layout, entry.tasks) for ipus, layout in entry.layouts.items()}
+    tied = tied_head_tasks(entry)
+    record["stage_summaries"] = {str(ipus): stage_summary(layout, entry.tasks, tied)
+                                 for ipus, layout in entry.layouts.items()}
     return record
 
 
@@ -196,6 +228,7 @@ def registry_document() -> dict[str, Any]:
     return {
         "schema_version": SCHEMA_VERSION,
         "models": [entry_record(e) for e in list_models()],
+        "tasks": [t.to_dict() for t in list_tasks()],
     }
 
 

@@ -73,6 +73,7 @@ def _describe(document: Any, path: list[Any], message: str) -> str:
 def _disagreements(document: dict[str, Any]) -> Iterator[tuple[list[Any], str]]:
     """Fields of a schema-valid document that contradict each other."""
     seen: dict[str, int] = {}
+    registered = {(t["name"], t["domain"]) for t in document.get("tasks", [])}
     for i, model in enumerate(document["models"]):
         at = ["models", i]
         if model["name"] in seen:
@@ -86,6 +87,10 @@ def _disagreements(document: dict[str, Any]) -> Iterator[tuple[list[Any], str]]:
                 yield at + ["layouts", ipus], f"{layers} has {len(layers)} entries for {ipus} IPUs; give one per IPU"
         if sorted(model["commands"]) != sorted(model["tasks"]):
             yield at + ["commands"], f"keys {sorted(model['commands'])} differ from tasks {sorted(model['tasks'])}"
+        for j, task in enumerate(model["tasks"]):
+            if "tasks" in document and (task, model["domain"]) not in registered:
+                yield at + ["tasks", j], (f"'{task}' is no registered task of domain '{model['domain']}' "
+                                          f"(the document's tasks)")
         for j, result in enumerate(model["results"]):
             if result["task"] not in model["tasks"]:
                 yield at + ["results", j, "task"], f"'{result['task']}' is not one of the model's tasks"

@@ -7,7 +7,7 @@ checkpoint (``weights=random``) gets a real tokenizer trained on that shipped te
 disk so only the first run pays for training it::
 
     >>> records = load_records("reviews.csv", ("sentence", "label"), "classify")   # doctest: +SKIP
-    >>> tok = trained_tokenizer("wordpiece", BERT_TOKENS, 1000, [default_data("sst2_like.jsonl")])  # doctest: +SKIP
+    >>> tok = trained_tokenizer("wordpiece", {"unk_token": "[UNK]"}, 1000, [default_data("sst2_like.jsonl")])  # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -23,17 +23,6 @@ from garden.errors import ConfigError, DataError, unreadable
 from garden.files import staging_folder
 
 FORMATS = {".csv": "csv", ".json": "json", ".jsonl": "jsonl"}
-
-#: special tokens by role, as ``PreTrainedTokenizerFast`` keyword arguments
-#: special tokens by role (``PreTrainedTokenizerFast`` keyword arguments); their order gives their ids,
-#: matching the real checkpoints' (BERT's [PAD] is 0, RoBERTa's <pad> is 1) so configs agree
-BERT_TOKENS = {"pad_token": "[PAD]", "unk_token": "[UNK]", "cls_token": "[CLS]", "sep_token": "[SEP]",
-               "mask_token": "[MASK]"}
-ROBERTA_TOKENS = {"bos_token": "<s>", "pad_token": "<pad>", "eos_token": "</s>", "unk_token": "<unk>",
-                  "cls_token": "<s>", "sep_token": "</s>", "mask_token": "<mask>"}
-#: post-processing templates (tokenizers' ``TemplateProcessing`` syntax): single, pair
-BERT_TEMPLATE = ("[CLS] $A [SEP]", "[CLS] $A [SEP] $B:1 [SEP]:1")
-ROBERTA_TEMPLATE = ("<s> $A </s>", "<s> $A </s> </s> $B </s>")
 
 TOKENIZER_KINDS = ("wordpiece", "bpe", "unigram")
 #: characters every trained tokenizer knows, so punctuation absent from the corpus is never unknown
@@ -241,9 +230,11 @@ def trained_tokenizer(
 ) -> Any:
     """A real tokenizer trained on ``corpus_files``, for a model that has no checkpoint.
 
-    ``kind`` is ``wordpiece`` (BERT), ``bpe`` (byte-level, RoBERTa/GPT-2/BART) or ``unigram``
-    (SentencePiece-like, CamemBERT/DeBERTa/T5). ``template`` is the single and pair
-    post-processing templates (``BERT_TEMPLATE``); ``None`` adds no special tokens. The result
+    ``kind`` is ``wordpiece``, ``bpe`` (byte-level) or ``unigram`` (SentencePiece-like).
+    ``special_tokens`` are by role (``PreTrainedTokenizerFast`` keyword arguments), their order
+    giving their ids; ``template`` is the single and pair post-processing templates (tokenizers'
+    ``TemplateProcessing`` syntax, e.g. ``("[CLS] $A [SEP]", "[CLS] $A [SEP] $B:1 [SEP]:1")``);
+    ``None`` adds no special tokens. The result
     is cached under ``cache_dir()/tokenizers`` by a hash of the corpus and these settings, so
     a second run loads it in milliseconds; ``garden_trained`` is set on it, so a task knows the
     model's vocabulary must be sized to it.
@@ -276,7 +267,9 @@ def _train_into(folder: Path, kind: str, special_tokens: dict[str, str], vocab_s
     norm = [normalizers.NFKC()] + ([normalizers.Lowercase()] if lowercase else [])
     if kind == "wordpiece":
         tokenizer = Tokenizer(models.WordPiece(unk_token=unk))
-        tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+        # whitespace, then each punctuation mark alone: the classic WordPiece split
+        tokenizer.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.WhitespaceSplit(),
+                                                           pre_tokenizers.Punctuation("isolated")])
         tokenizer.decoder = decoders.WordPiece()
         trainer = trainers.WordPieceTrainer(vocab_size=vocab_size, special_tokens=specials, show_progress=False,
                                             initial_alphabet=ALPHABET)

@@ -44,7 +44,7 @@ def garden_models():
 '''
 
 GRAPHS = '''
-from garden.entries import ModelEntry, Variant
+from garden.entries import ModelEntry, TaskEntry, Variant
 from garden.hookspecs import hookimpl
 GARDEN_API_VERSION = "1.0"
 
@@ -52,6 +52,10 @@ GARDEN_API_VERSION = "1.0"
 def garden_models():
     return [ModelEntry(name="cluster_gcn", family="gcn", domain="gnn", description="Graph convolutions on clusters",
                        tasks=("node-classify",), builder="nowhere:Gcn", variants=(Variant("base", params=400_000),))]
+
+@hookimpl
+def garden_tasks():
+    return [TaskEntry("node-classify", "gnn", "nowhere:NodeClassification", "one class per node")]
 '''
 
 ALL = ["bert", "bert-large", "cluster_gcn", "hubert", "roberta"]
@@ -195,7 +199,9 @@ def broken_copy(document: dict, change) -> dict:
      "'many' is not of type 'integer', 'null'"),
     (lambda m: m.pop("license"), "models[0] (bert)", "'license' is a required property"),
     (lambda m: m.update(licence="mit"), "models[0] (bert)", "'licence' was unexpected"),
-    (lambda m: m.update(domain="audio"), "models[0].domain (bert)", "'audio' is not one of"),
+    (lambda m: m.update(domain="Audio!"), "models[0].domain (bert)", "'Audio!' does not match"),
+    # domains are open, but a model's tasks must be registered for its domain
+    (lambda m: m.update(domain="audio"), "models[0].tasks[0] (bert)", "'mlm' is no registered task of domain 'audio'"),
     (lambda m: m["variants"][1].update(revision="main"), "models[0].variants[1].revision (bert, variant base)",
      "'main' does not match"),
     (lambda m: m["layouts"].update({"4": [4, 4, 4]}), 'models[0].layouts["4"] (bert)',

@@ -132,7 +132,7 @@ def hub_folder(model: str, task: str, folder: Path) -> tuple[str, object]:
     import transformers
 
     from garden import registry
-    from garden.tasks.audio import character_tokenizer
+    from garden.runs import family_of
 
     entry = registry.get(model)
     config_class = {"wav2vec2": "Wav2Vec2Config", "hubert": "HubertConfig", "lxmert": "LxmertConfig"}[model]
@@ -144,12 +144,12 @@ def hub_folder(model: str, task: str, folder: Path) -> tuple[str, object]:
         config.num_labels = 3
     getattr(transformers, head)(config).save_pretrained(folder)
     if model == "lxmert":
-        from garden.tasks.vqa import question_tokenizer
+        from garden_lxmert.family import question_tokenizer
 
         question_tokenizer().save_pretrained(folder)
     else:
         extractor = transformers.Wav2Vec2FeatureExtractor(return_attention_mask=True)
-        tokenizer = character_tokenizer(["zero one two"])
+        tokenizer = family_of(entry).character_tokenizer(["zero one two"])
         processor = transformers.Wav2Vec2Processor(feature_extractor=extractor, tokenizer=tokenizer)
         (processor if task == "asr" else extractor).save_pretrained(folder)
     return head, config

@@ -8,7 +8,16 @@ import json
 import pytest
 
 from garden.errors import DataError
-from garden.text import BERT_TEMPLATE, BERT_TOKENS, default_data, fit_lengths, load_records, read_inputs
+from garden.text import default_data, fit_lengths, load_records, read_inputs
+
+#: WordPiece special tokens in id order ([PAD] is 0) and their single and pair templates
+WORDPIECE_TOKENS = {"pad_token": "[PAD]", "unk_token": "[UNK]", "cls_token": "[CLS]", "sep_token": "[SEP]",
+                    "mask_token": "[MASK]"}
+WORDPIECE_TEMPLATE = ("[CLS] $A [SEP]", "[CLS] $A [SEP] $B:1 [SEP]:1")
+#: byte-level BPE special tokens in id order (<s> is 0, <pad> 1) and their templates
+BPE_TOKENS = {"bos_token": "<s>", "pad_token": "<pad>", "eos_token": "</s>", "unk_token": "<unk>",
+              "cls_token": "<s>", "sep_token": "</s>", "mask_token": "<mask>"}
+BPE_TEMPLATE = ("<s> $A </s>", "<s> $A </s> </s> $B </s>")
 
 
 @pytest.fixture(scope="module")
@@ -22,8 +31,8 @@ def tokenizer(tmp_path_factory):
     old = os.environ.get("GARDEN_CACHE")
     os.environ["GARDEN_CACHE"] = str(cache)
     try:
-        yield trained_tokenizer("wordpiece", BERT_TOKENS, 600, [default_data("sst2_like.jsonl"),
-                                default_data("squad_like.json")], template=BERT_TEMPLATE, lowercase=True)
+        yield trained_tokenizer("wordpiece", WORDPIECE_TOKENS, 600, [default_data("sst2_like.jsonl"),
+                                default_data("squad_like.json")], template=WORDPIECE_TEMPLATE, lowercase=True)
     finally:
         os.environ.pop("GARDEN_CACHE") if old is None else os.environ.__setitem__("GARDEN_CACHE", old)
 
@@ -146,7 +155,7 @@ def test_a_trained_tokenizer_is_cached_and_reused_without_training(tmp_path, mon
     monkeypatch.setenv("GARDEN_CACHE", str(tmp_path))
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("the cat sat on the mat\nthe dog sat on the log\n" * 20)
-    first = text.trained_tokenizer("bpe", text.ROBERTA_TOKENS, 300, [corpus], template=text.ROBERTA_TEMPLATE)
+    first = text.trained_tokenizer("bpe", BPE_TOKENS, 300, [corpus], template=BPE_TEMPLATE)
     [folder] = (tmp_path / "tokenizers").iterdir()
     assert folder.name.startswith("bpe-") and (folder / "tokenizer.json").exists()
 
@@ -154,13 +163,13 @@ def test_a_trained_tokenizer_is_cached_and_reused_without_training(tmp_path, mon
         raise AssertionError("trained again")
 
     monkeypatch.setattr(text, "_train_into", no_training)
-    again = text.trained_tokenizer("bpe", text.ROBERTA_TOKENS, 300, [corpus], template=text.ROBERTA_TEMPLATE)
+    again = text.trained_tokenizer("bpe", BPE_TOKENS, 300, [corpus], template=BPE_TEMPLATE)
     assert again("the cat")["input_ids"] == first("the cat")["input_ids"]
     assert again.convert_ids_to_tokens(again("the cat")["input_ids"])[0] == "<s>" and again.pad_token_id == 1
     assert getattr(again, "garden_trained", False)
     corpus.write_text("a different corpus entirely\n" * 20)
     with pytest.raises(AssertionError, match="trained again"):
-        text.trained_tokenizer("bpe", text.ROBERTA_TOKENS, 300, [corpus], template=text.ROBERTA_TEMPLATE)
+        text.trained_tokenizer("bpe", BPE_TOKENS, 300, [corpus], template=BPE_TEMPLATE)
 
 
 def test_infer_inputs_are_a_text_file_a_jsonl_file_or_the_text_itself(tmp_path):

@@ -2,6 +2,8 @@
 // URL's query string so a filtered view can be shared. No framework, no network beyond this folder.
 "use strict";
 
+// the domains with a colour of their own (style.css), in chip order; any other a plugin brings
+// follows them, alphabetically, in the ink colour
 const DOMAINS = ["vision", "nlp", "speech", "multimodal", "gnn"];
 const FILTERS = { q: "", domain: "", task: "", plugin: "", sort: "name" };
 
@@ -98,7 +100,8 @@ function showState(state) {
 // ---- rendering ------------------------------------------------------------------------------
 
 function fillControls(models) {
-  const domains = DOMAINS.filter((d) => models.some((m) => m.domain === d));
+  const present = new Set(models.map((m) => m.domain));
+  const domains = [...DOMAINS.filter((d) => present.has(d)), ...[...present].filter((d) => !DOMAINS.includes(d)).sort()];
   const chip = (value, label, count) => el("label", { class: `chip ${value ? `domain-${value}` : ""}` },
     el("input", { type: "radio", name: "domain", value }), el("span", {}, label, el("small", {}, String(count))));
   $("domains").replaceChildren(chip("", "all", models.length),

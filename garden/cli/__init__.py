@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from garden import registry
-from garden.cli.browse import cmd_list, cmd_plugins, cmd_search, cmd_show, human, megabytes, print_json
+from garden.cli.browse import cmd_list, cmd_plugins, cmd_search, cmd_show, cmd_tasks, human, megabytes, print_json
 from garden.cli.browse import cmd_registry as browse_registry
 from garden.errors import GardenError, WeightsError
 
@@ -29,6 +29,7 @@ Browse the registry:
                          --exclude PAT --sort name|params|-params --pretrained --json
   search TEXT            models whose name, description or tasks mention TEXT
   show NAME              everything about a model: variants, tasks, layouts, commands
+  tasks [--domain D] [--json]   the tasks plugins register (garden's own too), with their plugin
   registry build|check   write / verify registry.json (the registry page's data)
   registry measure [NAME ...] [--json]   measure each variant's params, FLOPs and file size
                          from the model itself and name the declared numbers that disagree
@@ -41,7 +42,7 @@ Browse the registry:
   notebook --builtin [--out DIR]   every built-in entry's notebook (notebooks/, docs/notebooks.md)
 
 Plugins (docs/plugins.md):
-  plugins [--json]       installed plugins: distribution, version, API, models, hooks, status
+  plugins [--json]       installed plugins: distribution, version, API, models, tasks, hooks, status
   plugin new NAME [--dir DIR]   write a publishable plugin package (DIR/garden-NAME)
   plugin check NAME [--json]    check an installed plugin (distribution or model) against the contract
 
@@ -183,6 +184,10 @@ def parser() -> argparse.ArgumentParser:
     sh.add_argument("name")
     sh.add_argument("--json", action="store_true")
     sh.set_defaults(func=cmd_show)
+    tk = sub.add_parser("tasks")
+    tk.add_argument("--domain")
+    tk.add_argument("--json", action="store_true")
+    tk.set_defaults(func=cmd_tasks)
     rg = sub.add_parser("registry")
     rg.add_argument("action", choices=["build", "check", "serve", "measure"])
     rg.add_argument("names", nargs="*", help="models to measure (registry measure; default all)")
@@ -208,7 +213,7 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-COMMANDS = {"list", "search", "show", "registry", "push", "plugins", "plugin", "notebook"}
+COMMANDS = {"list", "search", "show", "tasks", "registry", "push", "plugins", "plugin", "notebook"}
 
 
 def main(argv: list[str] | None = None) -> int:

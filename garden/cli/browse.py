@@ -1,5 +1,5 @@
-"""The browsing commands: ``list``, ``search``, ``show``, ``registry build|check|serve`` and
-``plugins``. They read plugin entries and ``registry.json`` only, so they never import torch,
+"""The browsing commands: ``list``, ``search``, ``show``, ``tasks``, ``registry build|check|serve``
+and ``plugins``. They read plugin entries and ``registry.json`` only, so they never import torch,
 transformers or Hydra (an import-layer contract in ``pyproject.toml`` holds them to it); rich
 and http.server are imported by the commands that use them, so ``list --json`` starts fast.
 
@@ -105,7 +105,8 @@ def cmd_show(args: argparse.Namespace) -> int:
         console.print(f"FLOPs{which}: one forward pass on {shapes}", highlight=False)
     for ipus, layout in sorted(entry.layouts.items()):
         console.print(f"published layout on {ipus} IPUs: layers_per_ipu={list(layout)}")
-        console.print("  " + " | ".join(registry.stage_summary(layout, entry.tasks)), highlight=False)
+        console.print("  " + " | ".join(registry.stage_summary(layout, entry.tasks, registry.tied_head_tasks(entry))),
+                      highlight=False)
     if not entry.layouts:
         console.print("no published layout: ipu.layers_per_ipu=[-1] plans one at run time")
     for r in entry.results:
@@ -113,6 +114,10 @@ def cmd_show(args: argparse.Namespace) -> int:
         speed = f", {r['throughput']:g} samples/s" if r.get("throughput") else ""
         console.print(f"result ({r['task']}, {r.get('variant', entry.default_variant.name)}): {metrics} "
                       f"on {r['dataset']}{speed}", highlight=False)
+    sources = registry.tasks()
+    console.print("tasks: " + ", ".join(
+        f"{t} (from {sources[t, entry.domain].plugin})" if (t, entry.domain) in sources else f"{t} (unregistered)"
+        for t in entry.tasks), highlight=False)
     for task, command in record["commands"].items():
         console.print(f"{task}: [green]{command}[/]")
     from garden.serve import NOTEBOOK_DIR, launch_url, notebook_path  # standard library only
@@ -125,6 +130,25 @@ def cmd_show(args: argparse.Namespace) -> int:
         else:
             console.print(f"notebook ({task}): python -m garden notebook model={entry.name} task={task}",
                           highlight=False)
+    return 0
+
+
+def cmd_tasks(args: argparse.Namespace) -> int:
+    """Every registered task: its name, domain, the plugin it comes from and the models that run it."""
+    found = registry.list_tasks(args.domain)
+    runs = {t.key: [e.name for e in registry.list_models(task=t.name, domain=t.domain)] for t in found}
+    if args.json:
+        print_json([{**t.to_dict(), "models": runs[t.key]} for t in found])
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"{len(found)} tasks")
+    for column in ("task", "domain", "plugin", "models", "about"):
+        table.add_column(column)
+    for t in found:
+        table.add_row(t.name, t.domain, t.plugin or "", ", ".join(runs[t.key]) or "-", t.description)
+    Console().print(table)
     return 0
 
 
@@ -160,12 +184,12 @@ def cmd_plugins(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     table = Table(title=f"{len(plugins)} plugins")
-    for column in ("distribution", "version", "API", "models", "hooks", "status"):
+    for column in ("distribution", "version", "API", "models", "tasks", "hooks", "status"):
         table.add_column(column)
     colour = {"loaded": "green", "failed": "red", "blocked": "yellow"}
     for p in plugins:
         status = f"[{colour.get(p.status, 'white')}]{p.status}[/]" + (f": {p.error}" if p.error else "")
         table.add_row(p.distribution, p.version, p.api_version or "-", ", ".join(p.models) or "-",
-                      ", ".join(h.removeprefix("garden_") for h in p.hooks) or "-", status)
+                      ", ".join(p.tasks) or "-", ", ".join(h.removeprefix("garden_") for h in p.hooks) or "-", status)
     Console().print(table)
     return 0

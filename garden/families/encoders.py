@@ -1,13 +1,15 @@
-"""Encoder models (BERT, RoBERTa, CamemBERT, DeBERTa): one family shape, a few class attributes.
+"""Encoder models (BERT and its kin): one family shape, a few class attributes.
 
 They share a stage layout (embeddings -> ``encoder.layer[i]`` -> a task head) and a tokenizer
 story: a checkpoint brings its own tokenizer; without one (``weights=random``) garden trains a
 real one of the family's kind on its shipped text (cached), so a tiny model trains offline::
 
-    class BERT(EncoderFamily):
-        config_class = "BertConfig"
-        base = "bert"
-        heads = {"classify": "BertForSequenceClassification", "mlm": "BertForMaskedLM", ...}
+    class MyEncoder(EncoderFamily):
+        config_class = "MyEncoderConfig"
+        base = "my_encoder"                      # model.my_encoder holds the encoder
+        heads = {"classify": "MyEncoderForSequenceClassification", "mlm": "MyEncoderForMaskedLM"}
+        special_tokens = {"pad_token": "[PAD]", "unk_token": "[UNK]", "cls_token": "[CLS]", ...}
+        template = ("[CLS] $A [SEP]", "[CLS] $A [SEP] $B:1 [SEP]:1")
 
 Blocks carry ``(hidden_states, attention_mask)``; each layer block rebuilds the attention mask
 from the 2-D mask with the model's own function, so running the blocks computes exactly what
@@ -21,15 +23,7 @@ from typing import Any, Callable
 from garden.errors import ConfigError
 from garden.families.transformers import TransformersFamily
 from garden.hookspecs import Block, BuildSpec
-from garden.text import BERT_TEMPLATE, BERT_TOKENS, default_data, trained_tokenizer
-
-TEXT_TASKS = {
-    "classify": "garden.tasks.text:SequenceClassification",
-    "token-classify": "garden.tasks.text:TokenClassification",
-    "qa": "garden.tasks.text:QuestionAnswering",
-    "mlm": "garden.tasks.text:MaskedLM",
-}
-
+from garden.text import default_data, trained_tokenizer
 
 def qa_logits(logits: Any) -> tuple[Any, Any]:
     """Start and end logits, split as the ``*ForQuestionAnswering`` heads split them."""
@@ -38,19 +32,26 @@ def qa_logits(logits: Any) -> tuple[Any, Any]:
 
 
 class EncoderFamily(TransformersFamily):
-    #: the attribute holding the encoder in every head class (``model.bert``)
-    base = "bert"
+    #: the attribute holding the encoder in every head class (``model.<base>``)
+    base: str
     preprocessor_class = "AutoTokenizer"
     #: the tensors the model reads, in the order the first stage receives them
     text_inputs: tuple[str, ...] = ("input_ids", "attention_mask")
     #: the tokenizer garden trains when there is no checkpoint
     tokenizer_kind = "wordpiece"
-    special_tokens = BERT_TOKENS
-    template = BERT_TEMPLATE
+    #: its special tokens by role (``PreTrainedTokenizerFast`` keyword arguments), in the order of
+    #: the real checkpoints' ids so configs agree; its single and pair post-processing templates
+    special_tokens: dict[str, str] = {}
+    template: tuple[str, str] | None = None
     lowercase = False
     tokenizer_vocab_size = 1000
-    #: positions the model reserves beyond its longest input (RoBERTa's padding offset)
+    #: positions the model reserves beyond its longest input (a padding offset)
     position_offset = 0
+    #: whether ``classify`` reads the pooled first token (``<base>.pooler``, dropout, classifier)
+    #: or the head class pools inside its own ``classifier``
+    pooled_classifier = True
+    #: the masked-LM head's module
+    lm_head = "cls"
     #: task -> shipped dataset, where the family's default differs from the task's
     default_data: dict[str, str] = {}
     corpus = ("sst2_like.jsonl", "conll_like.jsonl", "squad_like.json", "lm_corpus.txt")
@@ -103,6 +104,8 @@ class EncoderFamily(TransformersFamily):
 
     def head(self, task: str) -> tuple[tuple[str, ...], Callable[[Any, Any], Any]]:
         """The head's modules and its function of the last hidden states, as the head class runs it."""
+        if task == "classify" and not self.pooled_classifier:
+            return ("classifier",), lambda m, h: m.classifier(h)
         if task == "classify":
             return (f"{self.base}.pooler", "dropout", "classifier"), \
                 lambda m, h: m.classifier(m.dropout(getattr(m, self.base).pooler(h)))
@@ -111,5 +114,5 @@ class EncoderFamily(TransformersFamily):
         if task == "qa":
             return ("qa_outputs",), lambda m, h: qa_logits(m.qa_outputs(h))
         if task == "mlm":
-            return ("cls",), lambda m, h: m.cls(h)
+            return (self.lm_head,), lambda m, h: getattr(m, self.lm_head)(h)
         raise ConfigError(f"{type(self).__name__} has no stage layout for task '{task}'")

@@ -4,11 +4,10 @@ A plugin names the config class, the head class per task, the preprocessor class
 stage layout; this base builds the model (random init or from a Hub-format folder), its
 preprocessor, and saves both back in Hub format::
 
-    class ViT(TransformersFamily):
-        config_class = "ViTConfig"
-        heads = {"classify": "ViTForImageClassification"}
-        tasks = {"classify": "garden.tasks.image:ImageClassification"}
-        preprocessor_class = "ViTImageProcessor"
+    class MyVisionModel(TransformersFamily):
+        config_class = "MyVisionConfig"
+        heads = {"classify": "MyVisionForImageClassification"}
+        preprocessor_class = "MyVisionImageProcessor"
 """
 
 from __future__ import annotations

@@ -75,6 +75,20 @@ def family_of(entry: ModelEntry) -> ModelFamily:
     return cls()
 
 
+def task_of(entry: ModelEntry, family: ModelFamily, name: str) -> Task:
+    """The Task that runs ``task=name`` for ``entry``: the one a plugin registered for the name and
+    the model's domain (``garden_tasks``), or the family's own class for it (``ModelFamily.tasks``)."""
+    registered = registry.task_entry(entry, name)
+    path = family.tasks.get(name) or registered.builder
+    try:
+        cls = pkgutil.resolve_name(path)
+    except (ImportError, AttributeError, ValueError) as err:
+        source = f"the family of model '{entry.name}'" if name in family.tasks else f"plugin {registered.plugin}"
+        raise ConfigError(f"task '{name}' names class '{path}' ({source}), which does not import ({err}); "
+                          f"reinstall or fix the plugin") from None
+    return cls(family)
+
+
 def prepare(cfg: Any, *, load_data: bool = True) -> Prepared:
     """Resolve the entry, family, task, weights and data a composed config asks for."""
     import torch
@@ -83,7 +97,7 @@ def prepare(cfg: Any, *, load_data: bool = True) -> Prepared:
     check_task(entry, cfg.task.name)
     variant = entry.variant(cfg.model.variant)
     family = family_of(entry)
-    task = family.task(cfg.task.name)
+    task = task_of(entry, family, cfg.task.name)
     weights = hub.resolve_weights(
         weights_source(entry, cfg.weights.source), variant, allow_pickle=cfg.weights.allow_pickle,
         for_training=cfg.mode == "train", entry=entry,

@@ -10,10 +10,9 @@ that cannot be decoded stops the run with one line naming it, or is skipped with
 under ``data.skip_unreadable=true`` (:class:`garden.errors.Unreadable`, as for images and text).
 
 A model without a pretrained vocabulary learns a character-level CTC vocabulary from the
-transcripts (``|`` between words, ``<pad>`` the CTC blank), saved with the model::
-
-    >>> character_tokenizer(["go left"]).convert_ids_to_tokens([5, 6, 7])   # doctest: +SKIP
-    ['e', 'f', 'g']
+transcripts, saved with the model: the task asks the model's family for a tokenizer over those
+characters (``family.character_tokenizer(texts)``, as
+:class:`garden.families.speech.SpeechEncoderFamily` provides it).
 """
 
 from __future__ import annotations
@@ -21,9 +20,7 @@ from __future__ import annotations
 import csv
 import functools
 import glob
-import json
 import math
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
@@ -34,8 +31,6 @@ from garden.tasks.base import Classification, Task, TaskData, limit, split
 AUDIO_SUFFIXES = (".wav", ".flac", ".ogg")
 FILE_COLUMNS = ("file", "path", "audio")
 TEXT_COLUMNS = ("transcript", "text", "sentence")
-#: CTC vocabulary entries every character tokenizer starts with; ``<pad>`` is the blank
-CTC_SPECIALS = ("<pad>", "<s>", "</s>", "<unk>", "|")
 
 
 @dataclass(frozen=True)
@@ -234,19 +229,10 @@ def collate(examples: list[dict[str, Any]], key: str = "input_values") -> dict[s
     return batch
 
 
-def character_tokenizer(texts: Sequence[str]) -> Any:
-    """A Wav2Vec2CTCTokenizer over the characters of ``texts`` (none: the specials and ``|`` only)."""
-    from transformers import Wav2Vec2CTCTokenizer
-
-    chars = sorted({c for t in texts for c in t if not c.isspace()} - set(CTC_SPECIALS))
-    vocab = {token: i for i, token in enumerate([*CTC_SPECIALS, *chars])}
-    with tempfile.TemporaryDirectory() as tmp:
-        (Path(tmp) / "vocab.json").write_text(json.dumps(vocab))
-        return Wav2Vec2CTCTokenizer(str(Path(tmp) / "vocab.json"), word_delimiter_token="|")
-
-
 def knows_no_characters(tokenizer: Any) -> bool:
-    return set(tokenizer.get_vocab()) <= set(CTC_SPECIALS)
+    """Whether ``tokenizer``'s vocabulary is its special tokens and word delimiter alone."""
+    specials = {*tokenizer.all_special_tokens, getattr(tokenizer, "word_delimiter_token", None)}
+    return set(tokenizer.get_vocab()) <= specials
 
 
 def normalise(text: str, vocab: Any) -> str:
@@ -333,7 +319,7 @@ class SpeechRecognition(SpeechTask):
         column = first_column(list(utterances[0].row), TEXT_COLUMNS, source)
         texts = [" ".join(u.row[column].split()) for u in utterances]
         if knows_no_characters(preprocessor.tokenizer):
-            preprocessor.tokenizer = character_tokenizer(texts)
+            preprocessor.tokenizer = self.family.character_tokenizer(texts)
             say_note(f"no pretrained vocabulary: learned {len(preprocessor.tokenizer)} CTC tokens "
                      f"from the transcripts of {source}")
         self.tokenizer = tokenizer = preprocessor.tokenizer

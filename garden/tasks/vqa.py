@@ -6,7 +6,7 @@ class from the answer vocabulary found in the data.
 
 Default data is 238 questions about 80 rendered scenes of coloured shapes, shipped in
 ``garden/tasks/data/vqa`` as 16-number region descriptors that are projected to the model's
-``visual_feat_dim`` by a fixed seeded matrix (:func:`project`; docs/lxmert_data.md).
+``visual_feat_dim`` by a fixed seeded matrix (:func:`project`; docs/vqa_data.md).
 ``data.path=DIR`` reads the user's own features: ``DIR/features.npz`` (or ``.h5``) with arrays
 ``ids`` (N,), ``features`` (N, R, visual_feat_dim) and ``boxes`` (N, R, 4), and
 ``DIR/questions.json``, a list of ``{"image": id, "question": text, "answer": text}``.
@@ -23,7 +23,6 @@ from typing import Any, Sequence
 from garden.errors import DataError
 from garden.tasks.base import Classification, TaskData, limit, split
 
-SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 FEATURE_FILES = ("features.npz", "features.h5", "features.hdf5")
 #: the seed of the matrix that lifts the shipped descriptors to any feature size
 PROJECTION_SEED = 20240611
@@ -35,19 +34,14 @@ def default_vqa() -> Path:
     return Path(str(files("garden.tasks") / "data" / "vqa"))
 
 
-def question_tokenizer() -> Any:
-    """A WordPiece tokenizer for models without a checkpoint: the shipped questions' words, plus
-    every letter and digit (alone and as ``##`` continuation) so any word can be spelled."""
-    from transformers import LxmertTokenizer
-
-    words = {w for q in read_questions(default_vqa() / "questions.json") for w in basic_words(q["question"])}
-    pieces = [*"abcdefghijklmnopqrstuvwxyz0123456789"]
-    vocab = [*SPECIAL_TOKENS, *sorted(words | set(pieces)), *(f"##{p}" for p in pieces)]
-    return LxmertTokenizer(vocab={token: i for i, token in enumerate(vocab)})
+def question_words() -> list[str]:
+    """The words of the shipped questions (:func:`basic_words`), sorted: what a model without a
+    checkpoint builds its question vocabulary from (its family knows the tokenizer's own tokens)."""
+    return sorted({w for q in read_questions(default_vqa() / "questions.json") for w in basic_words(q["question"])})
 
 
 def basic_words(text: str) -> list[str]:
-    """Lower-cased words and punctuation marks, as BERT's basic tokenizer splits them."""
+    """Lower-cased words and punctuation marks, as a WordPiece tokenizer's basic step splits them."""
     out, word = [], ""
     for c in text.lower():
         if c.isalnum():
@@ -122,7 +116,7 @@ def check_shapes(file: Path, features: Any, boxes: Any, dim: int) -> None:
         raise DataError(f"{file}: boxes have shape {tuple(boxes.shape)}, expected {(*features.shape[:2], 4)} "
                         f"(x1, y1, x2, y2 per region)")
     if boxes.size and (boxes.min() < 0 or boxes.max() > 1):
-        raise DataError(f"{file}: boxes range over [{boxes.min():.3g}, {boxes.max():.3g}]; LXMERT reads boxes "
+        raise DataError(f"{file}: boxes range over [{boxes.min():.3g}, {boxes.max():.3g}]; the model reads boxes "
                         f"normalised to [0, 1] (divide x by the image width and y by its height)")
 
 
@@ -134,7 +128,7 @@ def read_regions(path: str, dim: int) -> tuple[dict[str, tuple[Any, Any]], Path]
     folder = where if where.is_dir() else where.parent
     file = where if where.is_file() else next((folder / f for f in FEATURE_FILES if (folder / f).exists()), None)
     if file is None:
-        raise DataError(f"data.path={path} holds none of {', '.join(FEATURE_FILES)}; see docs/lxmert_data.md")
+        raise DataError(f"data.path={path} holds none of {', '.join(FEATURE_FILES)}; see docs/vqa_data.md")
     questions = folder / "questions.json"
     if not questions.exists():
         raise DataError(f"data.path={path} has no questions.json beside {file.name}")
@@ -213,7 +207,7 @@ class VisualQuestionAnswering(Classification):
         data = cfg.data
         if data.hub:
             raise DataError(f"data.hub={data.hub}: vqa reads precomputed region features, which Hub VQA datasets "
-                            f"do not hold; extract them and use data.path=DIR (see docs/lxmert_data.md)")
+                            f"do not hold; extract them and use data.path=DIR (see docs/vqa_data.md)")
         if data.path:
             self.regions, questions_file = read_regions(data.path, preprocessor.feature_dim)
             source = f"folder {data.path}"

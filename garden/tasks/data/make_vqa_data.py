@@ -15,7 +15,7 @@ how much of the region the shape fills, where the ink sits); garden projects the
 
 Output: ``vqa/regions.npz`` (``ids`` (S,), ``descriptors`` (S, 36, 16) float16, ``boxes``
 (S, 36, 4) float16 as x1, y1, x2, y2 in [0, 1]) and ``vqa/questions.json`` (a list of
-``{"image", "question", "answer"}``). CC0-1.0; see docs/lxmert_data.md.
+``{"image", "question", "answer"}``). CC0-1.0; see docs/vqa_data.md.
 """
 
 from __future__ import annotations

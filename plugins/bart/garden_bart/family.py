@@ -11,6 +11,7 @@ from garden.hookspecs import Block, BuildSpec
 #: BART's special tokens in its own id order (<s>=0, <pad>=1, </s>=2, <unk>=3), for weights=random runs
 SPECIAL_TOKENS = {"bos_token": "<s>", "pad_token": "<pad>", "eos_token": "</s>", "unk_token": "<unk>",
                   "cls_token": "<s>", "sep_token": "</s>", "mask_token": "<mask>"}
+TEMPLATE = ("<s> $A </s>", "<s> $A </s> </s> $B </s>")
 TOKENIZER_CORPUS = ("summaries.jsonl", "lm_corpus.txt", "sst2_like.jsonl")
 
 
@@ -23,16 +24,15 @@ def positions(h: Any) -> Any:
 class BART(TransformersFamily):
     config_class = "BartConfig"
     heads = {"summarize": "BartForConditionalGeneration", "classify": "BartForSequenceClassification"}
-    tasks = {"summarize": "garden.tasks.generation:Summarize", "classify": "garden.tasks.text:SequenceClassification"}
     preprocessor_class = "AutoTokenizer"
     #: the decoder starts from </s> (``decoder_start_token_id`` = eos)
     decoder_start_token = "eos_token"
 
     def default_preprocessor(self, spec: BuildSpec) -> Any:
-        from garden.text import ROBERTA_TEMPLATE, default_data, trained_tokenizer
+        from garden.text import default_data, trained_tokenizer
 
         return trained_tokenizer("bpe", SPECIAL_TOKENS, 1000, [default_data(n) for n in TOKENIZER_CORPUS],
-                                 template=ROBERTA_TEMPLATE,
+                                 template=TEMPLATE,
                                  model_max_length=self.config(spec).max_position_embeddings)
 
     def stage_blocks(self, model: Any, task: str) -> list[Block]:

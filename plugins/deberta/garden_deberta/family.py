@@ -9,16 +9,22 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from garden.families.encoders import TEXT_TASKS, EncoderFamily
+from garden.families.encoders import EncoderFamily
 from garden.hookspecs import Block
+
+#: DeBERTa-v3's special tokens in its own id order ([PAD] is 0), and its single and pair templates
+SPECIAL_TOKENS = {"pad_token": "[PAD]", "unk_token": "[UNK]", "cls_token": "[CLS]", "sep_token": "[SEP]",
+                  "mask_token": "[MASK]"}
+TEMPLATE = ("[CLS] $A [SEP]", "[CLS] $A [SEP] $B:1 [SEP]:1")
 
 
 class DeBERTa(EncoderFamily):
     config_class = "DebertaV2Config"
     base = "deberta"
     heads = {"classify": "DebertaV2ForSequenceClassification", "qa": "DebertaV2ForQuestionAnswering"}
-    tasks = {name: TEXT_TASKS[name] for name in heads}
     tokenizer_kind = "unigram"
+    special_tokens = SPECIAL_TOKENS
+    template = TEMPLATE
     # transformers' DeBERTa-v2 runs its own attention (no sdpa option)
     attn_implementation = None
 

@@ -22,8 +22,6 @@ class GPT2(TransformersFamily):
     config_class = "GPT2Config"
     heads = {"causal-lm": "GPT2LMHeadModel", "generate": "GPT2LMHeadModel",
              "classify": "GPT2ForSequenceClassification"}
-    tasks = {"causal-lm": "garden.tasks.generation:CausalLM", "generate": "garden.tasks.generation:Generate",
-             "classify": "garden.tasks.text:SequenceClassification"}
     preprocessor_class = "AutoTokenizer"
 
     def config(self, spec: BuildSpec) -> Any:

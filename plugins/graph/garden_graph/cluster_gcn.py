@@ -48,7 +48,6 @@ class ClusterGCNNet(nn.Module):
 
 
 class ClusterGCN(GraphFamily):
-    tasks = {"node-classify": "garden_graph.nodes:NodeClassification"}
     defaults = {"in_channels": 0, "num_classes": 0, "hidden": 128, "layers": 3, "conv": "gcn", "dropout": 0.2}
 
     def network(self, config: dict[str, Any]) -> nn.Module:

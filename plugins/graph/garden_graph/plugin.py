@@ -5,7 +5,7 @@ event stream of 500 users and 500 items, 8-wide messages; G2 molecules), since a
 widths come from its data.
 """
 
-from garden.entries import ModelEntry, Variant
+from garden.entries import ModelEntry, TaskEntry, Variant
 from garden.hookspecs import hookimpl
 
 GARDEN_API_VERSION = "1.0"
@@ -112,9 +112,24 @@ SCHNET = ModelEntry(
 )
 
 
+TASKS = [
+    TaskEntry("node-classify", "gnn", "garden_graph.nodes:NodeClassification",
+              "node classification on one large graph, trained on clusters of it"),
+    TaskEntry("link-predict", "gnn", "garden_graph.events:LinkPrediction",
+              "future links of a stream of timestamped events; average precision and ROC AUC"),
+    TaskEntry("graph-regress", "gnn", "garden_graph.molecules:MoleculeRegression",
+              "one number per graph (a molecule's property); mean absolute error"),
+]
+
+
 @hookimpl
 def garden_models():
     return [CLUSTER_GCN, TGN, SCHNET]
+
+
+@hookimpl
+def garden_tasks():
+    return TASKS
 
 
 @hookimpl

@@ -63,7 +63,6 @@ class SchNetNet(PyGSchNet):
 
 
 class SchNet(GraphFamily):
-    tasks = {"graph-regress": "garden_graph.molecules:MoleculeRegression"}
     defaults = {"hidden": 128, "filters": 128, "interactions": 6, "gaussians": 50, "cutoff": 5.0,
                 "mean": 0.0, "std": 1.0}
 

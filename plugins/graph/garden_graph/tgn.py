@@ -168,7 +168,6 @@ class TGNNet(nn.Module):
 
 
 class TGN(GraphFamily):
-    tasks = {"link-predict": "garden_graph.events:LinkPrediction"}
     defaults = {"num_nodes": 0, "msg_dim": 0, "memory_dim": 100, "time_dim": 100, "embedding_dim": 100,
                 "layers": 1, "neighbours": 10, "dropout": 0.1}
 

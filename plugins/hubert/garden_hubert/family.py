@@ -1,17 +1,19 @@
 """HuBERT for garden: transformers' HubertForCTC and HubertForSequenceClassification.
 
-HuBERT is wav2vec 2.0's architecture trained on a different objective, so it shares the
-speech processor and stage blocks of ``garden_wav2vec2`` (as transformers' modular HuBERT
-reuses wav2vec2's modules).
+HuBERT is wav2vec 2.0's architecture trained on a different objective: the speech-encoder shape
+of garden's core (:class:`garden.families.speech.SpeechEncoderFamily`) with wav2vec 2.0's
+processor classes, as transformers' own HuBERT checkpoints use them.
 """
 
 from __future__ import annotations
 
-from garden_wav2vec2.family import SpeechEncoderFamily
+from garden.families.speech import SpeechEncoderFamily
 
 
 class Hubert(SpeechEncoderFamily):
     config_class = "HubertConfig"
     heads = {"asr": "HubertForCTC", "audio-classify": "HubertForSequenceClassification"}
-    tasks = {"asr": "garden.tasks.audio:SpeechRecognition", "audio-classify": "garden.tasks.audio:AudioClassification"}
     base = "hubert"
+    feature_extractor_class = "Wav2Vec2FeatureExtractor"
+    ctc_tokenizer_class = "Wav2Vec2CTCTokenizer"
+    processor_class = "Wav2Vec2Processor"

@@ -10,6 +10,22 @@ from garden.families.transformers import TransformersFamily
 from garden.hookspecs import Block, BuildSpec
 
 
+#: the WordPiece tokens of LXMERT's vocabulary, in id order
+SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+
+
+def question_tokenizer() -> Any:
+    """A WordPiece tokenizer for models without a checkpoint: the shipped questions' words, plus
+    every letter and digit (alone and as ``##`` continuation) so any word can be spelled."""
+    from transformers import LxmertTokenizer
+
+    from garden.tasks.vqa import question_words
+
+    pieces = [*"abcdefghijklmnopqrstuvwxyz0123456789"]
+    vocab = [*SPECIAL_TOKENS, *sorted(set(question_words()) | set(pieces)), *(f"##{p}" for p in pieces)]
+    return LxmertTokenizer(vocab={token: i for i, token in enumerate(vocab)})
+
+
 def additive(mask: Any, dtype: Any) -> Any:
     """A 0/1 mask as LXMERT's additive attention bias (0 to attend, the dtype's minimum not to)."""
     import torch
@@ -20,7 +36,6 @@ def additive(mask: Any, dtype: Any) -> Any:
 class Lxmert(TransformersFamily):
     config_class = "LxmertConfig"
     heads = {"vqa": "LxmertForQuestionAnswering"}
-    tasks = {"vqa": "garden.tasks.vqa:VisualQuestionAnswering"}
     attn_implementation = None
 
     def config(self, spec: BuildSpec) -> Any:
@@ -33,7 +48,7 @@ class Lxmert(TransformersFamily):
     def preprocessor(self, spec: BuildSpec) -> Any:
         from transformers import LxmertTokenizer
 
-        from garden.tasks.vqa import RegionQuestionProcessor, question_tokenizer
+        from garden.tasks.vqa import RegionQuestionProcessor
 
         folder = Path(spec.weights_dir) if spec.weights_dir is not None else None
         if folder is not None and any((folder / f).exists() for f in ("tokenizer.json", "vocab.txt")):

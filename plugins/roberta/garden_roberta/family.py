@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from garden.families.encoders import EncoderFamily
 
-from garden.families.encoders import TEXT_TASKS, EncoderFamily
-from garden.text import ROBERTA_TEMPLATE, ROBERTA_TOKENS
+#: RoBERTa's special tokens in its own id order (<s>=0, <pad>=1), and its single and pair templates
+SPECIAL_TOKENS = {"bos_token": "<s>", "pad_token": "<pad>", "eos_token": "</s>", "unk_token": "<unk>",
+                  "cls_token": "<s>", "sep_token": "</s>", "mask_token": "<mask>"}
+TEMPLATE = ("<s> $A </s>", "<s> $A </s> </s> $B </s>")
 
 
 class RoBERTa(EncoderFamily):
@@ -16,17 +18,11 @@ class RoBERTa(EncoderFamily):
         "qa": "RobertaForQuestionAnswering",
         "mlm": "RobertaForMaskedLM",
     }
-    tasks = {name: TEXT_TASKS[name] for name in heads}
     tokenizer_kind = "bpe"
-    special_tokens = ROBERTA_TOKENS
-    template = ROBERTA_TEMPLATE
+    special_tokens = SPECIAL_TOKENS
+    template = TEMPLATE
     #: position ids start after the padding index, so two positions are never inputs
     position_offset = 2
-
-    def head(self, task: str) -> tuple[tuple[str, ...], Callable[[Any, Any], Any]]:
-        """RoBERTa classifies from the <s> token inside its own head (no pooler) and names its LM head lm_head."""
-        if task == "classify":
-            return ("classifier",), lambda m, h: m.classifier(h)
-        if task == "mlm":
-            return ("lm_head",), lambda m, h: m.lm_head(h)
-        return super().head(task)
+    #: RoBERTa classifies from the <s> token inside its own head (no pooler) and names its LM head lm_head
+    pooled_classifier = False
+    lm_head = "lm_head"

@@ -18,7 +18,6 @@ TOKENIZER_CORPUS = ("translation_en_fr.jsonl", "summaries.jsonl", "lm_corpus.txt
 class T5(TransformersFamily):
     config_class = "T5Config"
     heads = {"text2text": "T5ForConditionalGeneration"}
-    tasks = {"text2text": "garden.tasks.generation:Seq2Seq"}
     preprocessor_class = "AutoTokenizer"
     #: the decoder starts from <pad> (``decoder_start_token_id`` = pad)
     decoder_start_token = "pad_token"

@@ -15,7 +15,6 @@ def _hidden(output: Any) -> Any:
 class ViT(TransformersFamily):
     config_class = "ViTConfig"
     heads = {"classify": "ViTForImageClassification"}
-    tasks = {"classify": "garden.tasks.image:ImageClassification"}
     preprocessor_class = "ViTImageProcessor"
 
     def default_preprocessor(self, spec: BuildSpec) -> Any:
