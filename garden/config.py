@@ -78,7 +78,15 @@ class InferConfig:
     top_k: int = 3
     max_new_tokens: int = 20
     do_sample: bool = False
+    #: auto (chosen per machine, garden.backends.plans), fp32, bf16, fp16 or int8-dynamic, each
+    #: optionally +compile (torch.compile)
     precision: str = "auto"
+    #: a quantised plan is kept only if its top-1 agrees with fp32's on this share of the first batches
+    min_agreement: float = 0.99
+    #: how many of the run's first batches check a quantised plan against fp32 (0: trust it unchecked)
+    check_batches: int = 2
+    #: auto compiles only runs of at least this many batches (the warm-up takes tens of seconds)
+    compile_min_batches: int = 100
 
 
 @dataclass
@@ -142,7 +150,7 @@ class RunConfig:
 
 
 MODES = ("train", "infer", "eval")
-BACKENDS = ("auto", "local", "pipeline", "ipu")
+BACKENDS = ("auto", "local", "pipeline", "ipu", "onnxruntime", "openvino")
 
 
 def unique_suffix() -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import pkgutil
+from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,10 +59,13 @@ def prepare(cfg: Any, *, load_data: bool = True) -> Prepared:
     variant = entry.variant(cfg.model.variant)
     family = family_of(entry)
     task = family.task(cfg.task.name)
-    weights = hub.resolve_weights(
-        cfg.weights.source, variant, allow_pickle=cfg.weights.allow_pickle, for_training=cfg.mode == "train",
-        entry=entry,
-    )
+    if cfg.backend in EXPORTED:
+        weights = exported_weights(cfg)
+    else:
+        weights = hub.resolve_weights(
+            cfg.weights.source, variant, allow_pickle=cfg.weights.allow_pickle, for_training=cfg.mode == "train",
+            entry=entry,
+        )
     if cfg.mode == "infer" and weights.folder is None and cfg.weights.source == "auto":
         raise WeightsError(
             f"model '{entry.name}' variant '{variant.name}' has no pretrained weights to predict with; "
@@ -77,6 +81,22 @@ def prepare(cfg: Any, *, load_data: bool = True) -> Prepared:
         notes += data.notes
     torch.manual_seed(cfg.seed)
     return Prepared(cfg, entry, variant, family, task, spec, preprocessor, data, weights.origin, notes)
+
+
+#: the backends that run a folder written by ``python -m garden export`` instead of torch weights
+EXPORTED = ("onnxruntime", "openvino")
+
+
+def exported_weights(cfg: Any) -> hub.WeightsResolution:
+    """``weights=DIR`` for an exported-model backend: a folder holding an export for it."""
+    from garden.backends.exported import read_manifest
+
+    if cfg.mode == "train":
+        raise ConfigError(f"backend={cfg.backend} runs an exported model for mode=infer or mode=eval; train with "
+                          "backend=local, then export the trained model (python -m garden export)")
+    folder = Path(cfg.weights.source).expanduser()
+    manifest = read_manifest(folder, cfg.backend)  # names the command that writes one
+    return hub.WeightsResolution(folder.resolve(), f"{manifest['format']} export {folder} ({manifest['weights']})")
 
 
 def load_model(
