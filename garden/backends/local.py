@@ -55,6 +55,7 @@ class LocalBackend(Backend):
         self.model = prepared.family.build(prepared.spec).to(self.device)
         #: what ``forward`` runs: the model, or its quantised / compiled form (:meth:`use_plan`)
         self.inference_model: Any = None
+        self._prepared_forms: dict[str, Any] = {}
         self.ddp: Any = None
         self._owns_group = False
         if self.replicas > 1:
@@ -98,8 +99,11 @@ class LocalBackend(Backend):
 
             raise BackendError(f"infer.precision={plan.label} runs on the CPU only (dynamic int8); use bf16 or fp32")
         self.model.eval()
-        model = plans.quantize_dynamic(self.model) if plan.quantised else self.model
-        self.inference_model = plans.compiled(model) if plan.compile else (None if model is self.model else model)
+        if plan.label not in self._prepared_forms:  # quantised / compiled once per process, like the warm-up
+            model = plans.quantize_dynamic(self.model) if plan.quantised else self.model
+            self._prepared_forms[plan.label] = plans.compiled(model) if plan.compile else \
+                (None if model is self.model else model)
+        self.inference_model = self._prepared_forms[plan.label]
 
     def forward(self, batch: dict[str, Any]):
         return self._forward(self.inference_model or self.model, batch, self.precision)
