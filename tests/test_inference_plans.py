@@ -55,6 +55,8 @@ def test_agreement_counts_top1_per_position_and_the_largest_logit_error():
     check.add(ref, -ref)  # four more flip
     assert check.top1 == 3 / 8 and not check.accepted
     ids = plans.Agreement(threshold=0.5)
+    ids.add(torch.tensor([[1, 2, 3]]), torch.tensor([[1, 2, 4]]))  # generated tokens: 2 of 3 the same
+    assert ids.top1 == 2 / 3 and ids.accepted
     ids.add(torch.tensor([[1, 2]]), torch.tensor([[1, 2, 3]]))  # generated tokens of another length
     assert not ids.comparable and not ids.accepted
 

@@ -151,7 +151,8 @@ def logits_of(output: Any) -> Any:
 
 @dataclass
 class Agreement:
-    """Top-1 agreement and the largest logit difference between a plan's outputs and fp32's."""
+    """Top-1 agreement and the largest logit difference between a plan's outputs and fp32's
+    (for generated token ids: the share of positions holding the same token)."""
 
     threshold: float
     batches: int = 0
@@ -166,6 +167,10 @@ class Agreement:
         self.batches += 1
         if ref is None or got is None or ref.shape != got.shape:
             self.comparable = False
+            return
+        if not ref.is_floating_point():  # generated token ids: the same token at each position
+            self.positions += ref.numel()
+            self.agreeing += int((ref == got).sum())
             return
         ref, got = ref.float(), got.float()
         self.positions += ref[..., 0].numel()
