@@ -14,6 +14,8 @@ registry's config):
   precision plan. Every ratio is against it.
 * ``hand loop fp32`` (classification): ``model(**inputs).logits.argmax(-1)`` in ``inference_mode``
   over the same pre-collated batches, to show the cost of garden's loop itself.
+* ``garden int8``: ``infer.precision=int8-dynamic`` unchecked, where auto's plan is not int8 (it
+  fell back, or the CPU has a bf16 path): the quantised path's speed and agreement on their own.
 * ``garden auto``: the same loop under the plan ``infer.precision=auto`` chooses on this machine
   (garden.backends.plans: bf16 with AMX/AVX512-BF16, dynamic int8 on AVX2 CPUs, ...). A
   quantised plan is checked against fp32 on each run's first batches; that check is a one-off
@@ -201,6 +203,9 @@ def bench_one(name: str, task: str, n_inputs: int, batches: list[int], repeats: 
                 fns["pipeline()"] = pipe
             elif batch == batches[0]:
                 result["notes"].append(why)
+            if not chosen.startswith("int8-dynamic"):  # e.g. fell back: show the quantised path's speed anyway
+                fns["garden int8"] = lambda b=batch: garden_infer(prepared, backend, folder("garden int8"),
+                                                                  "int8-dynamic", b)
             if bf16 and chosen != "bf16":
                 fns["garden bf16"] = lambda b=batch: garden_infer(prepared, backend, folder("garden bf16"), "bf16", b)
             for label, (rt_backend, runtime) in runtimes.items():
@@ -232,7 +237,7 @@ def bench_one(name: str, task: str, n_inputs: int, batches: list[int], repeats: 
 def report(record: dict) -> str:
     """Speed beside agreement for every model, batch size and loop of a saved run, as markdown."""
     rows, autos, pipes = [], [], []
-    loops = ["hand loop fp32", "garden auto", "pipeline()", "ONNX Runtime", "OpenVINO", "garden bf16"]
+    loops = ["hand loop fp32", "garden auto", "pipeline()", "ONNX Runtime", "OpenVINO", "garden int8", "garden bf16"]
     for m in record["models"]:
         for cell in m["cells"]:
             rate = {k: m["n"] / median(v) for k, v in cell["times"].items()}
@@ -250,9 +255,11 @@ def report(record: dict) -> str:
             if "pipeline()" in rate:
                 pipes.append((m["name"], cell["batch"], rate["garden auto"] / rate["pipeline()"],
                               rate[FP32] / rate["pipeline()"]))
-    if not any(r[-2] != "–" for r in rows):  # no bf16 loop ran: leave its column out
-        loops.remove("garden bf16")
-        rows = [r[:-2] + r[-1:] for r in rows]
+    for loop in ("garden bf16", "garden int8"):  # a loop that ran nowhere: leave its column out
+        i = 7 + loops.index(loop)
+        if all(r[i] == "–" for r in rows):
+            loops.remove(loop)
+            rows = [r[:i] + r[i + 1:] for r in rows]
     lines = [f"Inputs/s of garden fp32 (eager torch), then each loop as **speed ÷ garden fp32 · top-1 agreement "
              f"with garden fp32** over the same inputs (the first {record['models'][0]['n'] if record['models'] else 0} "
              "of each model's held-out data, random-init weights); medians of the interleaved rounds. "
