@@ -14,13 +14,13 @@ RUN_ARGS ?= model=vit task=classify model.variant=tiny
 venv: $(VENV)/.installed
 
 # Torch first and pinned, so that garden's "torch>=..." is already met and pip pulls no other build;
-# then garden (with the test and benchmark extras) and every plugin under plugins/
+# then garden (with the test, benchmark and exported-runtime extras) and every plugin under plugins/
 # in editable mode, at the versions of constraints.txt.
 # Re-runs only when a pyproject or this file changes.
 $(VENV)/.installed: pyproject.toml constraints.txt $(addsuffix pyproject.toml,$(PLUGINS)) Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX)) "$(TORCH)"
-	$(PY) -m pip install --quiet --disable-pip-version-check -c constraints.txt -e ".[dev,bench]" $(addprefix -e ,$(PLUGINS))
+	$(PY) -m pip install --quiet --disable-pip-version-check -c constraints.txt -e ".[dev,bench,onnx,openvino]" $(addprefix -e ,$(PLUGINS))
 	touch $@
 
 run: venv

@@ -1,37 +1,45 @@
-"""Inference throughput: garden's ``mode=infer`` loop against a hand-written loop and ``pipeline()``.
+"""Inference speed and agreement: garden fp32, garden auto, pipeline(), ONNX Runtime and OpenVINO.
 
-    python bench/inference.py            # ViT tiny/base, BERT tiny/base; at most --budget 15 minutes
-    python bench/inference.py --quick    # tiny models, one round: a smoke run (saves nothing)
-    python bench/inference.py --models vit:base --repeats 5
+    python bench/inference.py            # ViT-base, BERT-base, wav2vec2-base, T5-small; batch 1 and 8
+    python bench/inference.py --quick    # ViT-tiny and BERT-tiny, batch 8, one round (saves nothing)
+    python bench/inference.py --models vit:base --batches 8 --repeats 5
 
-What is timed, per model (all in this one process, on the same model object and the same inputs):
+What is timed, per model and batch size, in this one process on the same inputs (the first
+``--inputs`` examples of the model's default held-out data, random-init weights of the
+registry's config):
 
-* ``garden``: :func:`garden.runs.loops.infer` itself, the body of ``python -m garden ... mode=infer``
-  after start-up (compose, prepare, building the model and backend are done once, untimed). It
-  batches the held-out split with garden's loader, runs ``backend.forward`` (local backend:
-  ``inference_mode`` + autocast), turns outputs into predictions with ``task.predict`` and
-  writes predictions.jsonl / metrics.json. Its own console output goes to /dev/null.
-* ``hand``: the loop a user would write over the *same pre-collated batches*:
-  ``with torch.inference_mode(): model(**inputs).logits.argmax(-1)`` (bf16: inside one autocast).
-* ``pipeline()``: transformers' pipeline as users call it (fp32, its own preprocessing of the
-  raw images / texts each call), with the same batch size.
+* ``garden fp32``: :func:`garden.runs.loops.infer` (the body of ``python -m garden ... mode=infer``
+  after start-up: garden's loader, ``backend.forward``, ``task.predict``, predictions.jsonl) with
+  ``infer.precision=fp32``: eager torch, what garden ran on CPUs without a bf16 path before the
+  precision plan. Every ratio is against it.
+* ``hand loop fp32`` (classification): ``model(**inputs).logits.argmax(-1)`` in ``inference_mode``
+  over the same pre-collated batches, to show the cost of garden's loop itself.
+* ``garden int8``: ``infer.precision=int8-dynamic`` unchecked, where auto's plan is not int8 (it
+  fell back, or the CPU has a bf16 path): the quantised path's speed and agreement on their own.
+* ``garden auto``: the same loop under the plan ``infer.precision=auto`` chooses on this machine
+  (garden.backends.plans: bf16 with AMX/AVX512-BF16, dynamic int8 on AVX2 CPUs, ...). A
+  quantised plan is checked against fp32 on each run's first batches; that check is a one-off
+  cost per run (reported apart, as seconds per run) and the timed rounds run the plan without it.
+* ``pipeline()``: transformers' pipeline as users call it (fp32, its own preprocessing of the raw
+  images/texts each call), same batch size.
+* ``ONNX Runtime`` / ``OpenVINO``: garden's loop with ``backend=onnxruntime`` / ``backend=openvino``
+  on the model exported by ``python -m garden export`` (fp32; export time reported apart).
 
-The loops alternate within each round (A B C, B C A, ...), and medians of the rounds are
-compared, so load from other users of the machine falls on all of them. bf16 loops run only
-where the CPU has a bf16 path (AMX or AVX512-BF16; ``--bf16 always`` overrides): elsewhere bf16
-autocast is several times slower than fp32 (ViT-base 0.13x on an AVX2-only EPYC) and garden's
-``infer.precision=auto`` does not pick it. No new round or model starts after ``--budget``
-minutes.
+Beside each speed: top-1 agreement with ``garden fp32`` over all inputs (the predicted label, or
+the transcript / generated text for ASR and seq2seq). On random-init weights logits are near
+ties, so agreement there is a harsh test; the trained-model check is the run's own
+(``infer.min_agreement``).
 
-Goals: garden >= 0.97x the hand loop at the same precision; garden at its default precision
-against pipeline() (fp32), reported beside garden fp32 against pipeline() fp32; bf16 predictions
-(top-1) agree with fp32 on >= 99% of the eval inputs.
+The loops alternate within each round (A B C, B C A, ...) and medians of the rounds are compared,
+so load from other users of the machine falls on all of them. bf16 loops run only where the CPU has
+a bf16 path (``--bf16 always`` overrides). No new round or model starts after ``--budget`` minutes.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
+import copy
+import dataclasses
 import json
 import os
 import sys
@@ -46,198 +54,267 @@ from common import (add_save_options, bf16_path, cpu_flags, header, interleave, 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
-#: name:variant -> (eval examples, batch size) for a full run; quick runs use fewer
-SIZES = {
-    "vit:tiny": (320, 32),
-    "vit:base": (48, 16),
-    "bert:tiny": (120, 32),
-    "bert:base": (120, 32),
-}
+#: name:variant -> task
+MODELS = {"vit:base": "classify", "bert:base": "classify", "wav2vec2:base": "asr", "t5:small": "text2text"}
+QUICK = {"vit:tiny": "classify", "bert:tiny": "classify"}
+FP32 = "garden fp32"
 
 
-def installed() -> set[str]:
-    from garden import registry
-
-    return set(registry.entries())
-
-
-def prepare_run(model: str, variant: str, n_eval: int, batch: int, precision: str):
-    """Compose and prepare a garden infer run exactly as ``python -m garden`` does, minus Hydra's job."""
-    from garden.backends import select_backend
+def prepare_run(model: str, variant: str, task: str, n_inputs: int):
     from garden.config import compose
     from garden.runs import prepare
 
-    overrides = [f"model={model}", "task=classify", "mode=infer", "weights=random", f"model.variant={variant}",
-                 f"data.eval_limit={n_eval}", f"data.batch_size={batch}", f"infer.precision={precision}"]
-    cfg = compose(overrides)
+    cfg = compose([f"model={model}", f"task={task}", "mode=infer", "weights=random", f"model.variant={variant}",
+                   f"data.eval_limit={n_inputs}"])
     with silenced():
-        prepared = prepare(cfg)
-        backend = select_backend(cfg, prepared)
-    return cfg, prepared, backend
+        return prepare(cfg)
 
 
-def garden_infer(prepared, backend, out: Path, precision: str) -> dict:
-    """One call of garden's infer loop at ``precision`` (``auto`` resolves as a user's run does)."""
+def garden_infer(prepared, backend, out: Path, precision: str, batch: int, check: bool = False) -> dict:
+    """One call of garden's infer loop at ``precision`` and ``batch`` (the check only when asked)."""
     from garden.runs.loops import infer
 
     prepared.cfg.infer.precision = precision
+    prepared.cfg.infer.check_batches = 2 if check else 0
+    prepared.cfg.data.batch_size, prepared.cfg.data.eval_batch_size = batch, None
     with silenced():
-        result = infer(prepared, backend, out)
-    return result
+        return infer(prepared, backend, out)
 
 
-def predicted_labels(out: Path) -> list[str]:
+def answers(out: Path) -> list[str]:
+    """Each input's top answer from predictions.jsonl: a label, a transcript or a generated text."""
     rows = [json.loads(x) for x in (out / "predictions.jsonl").read_text().splitlines()]
-    return [r["predictions"][0]["label"] for r in rows]
+    return [str(r["predictions"][0]["label"] if "predictions" in r else r.get("transcript", r.get("output")))
+            for r in rows]
 
 
-def hand_loop(model, batches: list[dict], names: tuple[str, ...], dtype, *, per_batch: bool = False):
-    """The loop a user writes: one ``inference_mode`` + autocast around all batches (or, with
-    ``per_batch``, around each batch as garden's backend does, which re-casts the weights each time)."""
+def model_kwargs(task, batch: dict) -> dict:
+    """The tensors a classification model is called with (texts: ids and masks; images: pixels)."""
+    return task.model_kwargs(batch) if hasattr(task, "model_kwargs") else {"pixel_values": batch["pixel_values"]}
+
+
+def hand_loop(model, batches: list[dict], labels):
     import torch
 
-    def ctx():
-        return torch.autocast("cpu", dtype=dtype) if dtype is not None else contextlib.nullcontext()
-
-    def run() -> list[int]:
+    def run() -> list[str]:
         preds = []
-        with torch.inference_mode(), (contextlib.nullcontext() if per_batch else ctx()):
+        with torch.inference_mode():
             for inputs in batches:
-                with (ctx() if per_batch else contextlib.nullcontext()):
-                    preds += model(**inputs).logits.argmax(-1).tolist()
-        return preds
+                preds += model(**inputs).logits.argmax(-1).tolist()
+        return [labels[i] for i in preds]
 
     return run
 
 
-def pipeline_runner(kind: str, model, preprocessor, raw: list, batch: int):
+def pipeline_runner(prepared, model, batch: int):
+    """transformers' pipeline for classification (raw images or texts); None for other tasks."""
     from transformers import pipeline
 
+    data = prepared.data
+    if prepared.task.name != "classify":
+        return None, "pipeline() not run for this task here"
+    if hasattr(data.eval, "items"):
+        kind, raw = "image-classification", [image for image, _ in data.eval.items]
+        extra = {"image_processor": prepared.preprocessor}
+    else:
+        kind, raw = "text-classification", [e["text"] for e in data.eval]
+        extra = {"tokenizer": prepared.preprocessor}
     with silenced():
-        if kind == "vision":
-            pipe = pipeline("image-classification", model=model, image_processor=preprocessor, device="cpu")
-        else:
-            pipe = pipeline("text-classification", model=model, tokenizer=preprocessor, device="cpu")
+        pipe = pipeline(kind, model=model, device="cpu", **extra)
 
-    def run():
+    def run() -> list[str]:
         with silenced():
-            return pipe(raw, batch_size=batch)
+            return [r["label"] if isinstance(r, dict) else r[0]["label"] for r in pipe(raw, batch_size=batch)]
 
-    return run
+    return run, None
 
 
-def bench_one(name: str, n_eval: int, batch: int, repeats: int, threads: int, bf16: bool,
-              deadline: float) -> dict:
-    """Time garden, the hand loop and pipeline() on ``name``, interleaved, until ``repeats`` rounds
-    or ``deadline`` (at least one round after the warm-up)."""
+def export_for(prepared, fmt: str, folder: Path):
+    """The model exported as ``fmt`` into ``folder`` and the backend that runs it, or the reason not."""
+    from garden.backends import select_backend
+    from garden.export import export
+
+    cfg = copy.deepcopy(prepared.cfg)
+    start = time.perf_counter()
+    try:
+        with silenced():
+            export(cfg, fmt, folder, say=lambda _: None)
+            runtime = dataclasses.replace(prepared, spec=dataclasses.replace(prepared.spec, weights_dir=folder))
+            cfg.backend = "onnxruntime" if fmt == "onnx" else "openvino"
+            runtime.cfg = cfg
+            return select_backend(cfg, runtime), runtime, time.perf_counter() - start, None
+    except Exception as err:  # noqa: BLE001  (a model the exporter cannot take is a row note, not a crash)
+        return None, None, None, f"{type(err).__name__}: {str(err).splitlines()[0][:160]}"
+
+
+def bench_one(name: str, task: str, n_inputs: int, batches: list[int], repeats: int, threads: int, bf16: bool,
+              deadline: float, note) -> dict:
     import torch
+
+    from garden.backends import select_backend
+    from garden.runs.data import loader
 
     model_name, variant = name.split(":")
     torch.set_num_threads(threads)
-    cfg, prepared, backend = prepare_run(model_name, variant, n_eval, batch, "auto")
-    from garden.runs.data import loader
-    from garden.runs.loops import BF16_MIN_PARAMS, resolve_precision
-
-    data, task = prepared.data, prepared.task
+    prepared = prepare_run(model_name, variant, task, n_inputs)
+    with silenced():
+        backend = select_backend(prepared.cfg, prepared)
     model = backend.model.eval()
     params = sum(p.numel() for p in model.parameters())
-    default = resolve_precision("auto", allow_bf16=task.bf16_inference and params >= BF16_MIN_PARAMS)
-    batches = [{k: v for k, v in b.items() if k in task.model_inputs or k == "pixel_values"}
-               if hasattr(task, "model_inputs") else {"pixel_values": b["pixel_values"]}
-               for b in loader(data.eval, data.collate, batch, shuffle=False, seed=cfg.seed)]
-    kind = "vision" if "pixel_values" in batches[0] else "text"
-    if kind == "vision":
-        raw = [image for image, _ in data.eval.items]
-        size = "x".join(str(s) for s in batches[0]["pixel_values"].shape[1:]) + " pixels"
-    else:
-        raw = [e["text"] for e in data.eval]
-        lengths = [b["input_ids"].shape[1] for b in batches]
-        size = f"padded to longest in batch: {min(lengths)}-{max(lengths)} tokens (mean {sum(lengths) / len(lengths):.0f})"
-    n = sum(len(next(iter(b.values()))) for b in batches)
+    result = {"name": name, "task": task, "params": params, "n": len(prepared.data.eval), "cells": [],
+              "notes": []}
 
     with tempfile.TemporaryDirectory() as tmp:
-        outs = {p: Path(tmp) / p for p in ("bf16", "fp32")}
-        for folder in outs.values():
-            folder.mkdir()
-        fns = {
-            "garden fp32": lambda: garden_infer(prepared, backend, outs["fp32"], "fp32"),
-            "hand fp32": hand_loop(model, batches, data.labels, None),
-            "pipeline() fp32": pipeline_runner(kind, model, prepared.preprocessor, raw, batch),
-        }
-        if bf16:
-            fns.update({
-                "garden bf16": lambda: garden_infer(prepared, backend, outs["bf16"], "bf16"),
-                "hand bf16": hand_loop(model, batches, data.labels, torch.bfloat16),
-            })
-        for fn in fns.values():  # warm-up: caches, oneDNN kernels, autocast weight casts
-            fn()
-        times: dict[str, list[float]] = {k: [] for k in fns}
-        for r in range(repeats):
-            if r and time.monotonic() > deadline:
-                break
-            for k, v in interleave(fns, 1, start=r).items():
-                times[k] += v
-        agree = None
-        if bf16:
-            bf16_labels, fp32_labels = predicted_labels(outs["bf16"]), predicted_labels(outs["fp32"])
-            agree = sum(a == b for a, b in zip(bf16_labels, fp32_labels)) / len(fp32_labels)
-    return {"name": name, "params": params, "n": n, "batch": batch, "size": size, "default": default,
-            "times": times, "bf16_agreement": agree}
+        tmp = Path(tmp)
+        runtimes = {}
+        for fmt, label in (("onnx", "ONNX Runtime"), ("openvino", "OpenVINO")):
+            rt_backend, runtime, seconds, why = export_for(prepared, fmt, tmp / f"export-{fmt}")
+            if why:
+                result["notes"].append(f"{label}: not run, export refused: {why}")
+            else:
+                runtimes[label] = (rt_backend, runtime)
+                result[f"{fmt}_export_seconds"] = seconds
+
+        for batch in batches:
+            if result["cells"] and time.monotonic() > deadline:
+                note(f"{name} batch {batch} skipped: the budget was spent")
+                continue
+            outs = {}
+
+            def folder(key: str) -> Path:
+                outs[key] = tmp / f"{batch}-{key.replace(' ', '_')}"
+                outs[key].mkdir(exist_ok=True)
+                return outs[key]
+
+            # the plan auto picks, judged once with its agreement check, as a user's run does
+            start = time.perf_counter()
+            auto = garden_infer(prepared, backend, folder("auto-checked"), "auto", batch, check=True)
+            plan = auto["plan"]
+            chosen = plan["chosen"]
+            checked_seconds = time.perf_counter() - start
+            fns = {FP32: lambda b=batch: garden_infer(prepared, backend, folder(FP32), "fp32", b),
+                   "garden auto": lambda b=batch, c=chosen: garden_infer(prepared, backend, folder("garden auto"), c, b)}
+            if task == "classify":
+                collated = [model_kwargs(prepared.task, x) for x in loader(
+                    prepared.data.eval, prepared.data.collate, batch, shuffle=False, seed=prepared.cfg.seed)]
+                fns["hand loop fp32"] = hand_loop(model, collated, prepared.data.labels)
+            pipe, why = pipeline_runner(prepared, model, batch)
+            if pipe is not None:
+                fns["pipeline()"] = pipe
+            elif batch == batches[0]:
+                result["notes"].append(why)
+            if not chosen.startswith("int8-dynamic"):  # e.g. fell back: show the quantised path's speed anyway
+                fns["garden int8"] = lambda b=batch: garden_infer(prepared, backend, folder("garden int8"),
+                                                                  "int8-dynamic", b)
+            if bf16 and chosen != "bf16":
+                fns["garden bf16"] = lambda b=batch: garden_infer(prepared, backend, folder("garden bf16"), "bf16", b)
+            for label, (rt_backend, runtime) in runtimes.items():
+                fns[label] = (lambda b=batch, r=runtime, k=rt_backend, lab=label:
+                              garden_infer(r, k, folder(lab), "fp32", b))
+            returned = {k: fn() for k, fn in fns.items()}  # warm-up: caches, kernels, and each loop's answers
+            times: dict[str, list[float]] = {k: [] for k in fns}
+            for r in range(repeats):
+                if r and time.monotonic() > deadline:
+                    break
+                for k, v in interleave(fns, 1, start=r).items():
+                    times[k] += v
+            reference = answers(outs[FP32])
+            agreement = {}
+            for key in fns:
+                got = returned[key] if key in ("hand loop fp32", "pipeline()") else answers(outs[key])
+                agreement[key] = sum(a == b for a, b in zip(got, reference)) / len(reference)
+            result["cells"].append({"batch": batch, "times": times, "agreement": agreement, "plan": plan,
+                                    "checked_run_seconds": checked_seconds})
+            rate = {k: result["n"] / median(v) for k, v in times.items()}
+            print(f"{name} batch {batch}: plan {chosen} ({plan['reason']})", flush=True)
+            print(table([[k, spread(v), f"{rate[k]:.2f}", f"{rate[k] / rate[FP32]:.2f}", f"{agreement[k]:.1%}"]
+                         for k, v in times.items()],
+                        ["loop", f"time for {result['n']} inputs", "inputs/s", "÷ garden fp32", "top-1 = fp32"]),
+                  flush=True)
+    return result
 
 
 def report(record: dict) -> str:
-    """The speed ratios of a saved run, as markdown: each loop against the same precision first."""
-    rows, hand, same, notes = [], [], [], list(record.get("notes", []))
-    for r in record["models"]:
-        rate = {k: r["n"] / median(v) for k, v in r["times"].items()}
-        bf16 = "garden bf16" in rate
-        default = r["default"] if f"garden {r['default']}" in rate else "fp32"
-        hand.append(rate["garden fp32"] / rate["hand fp32"])
-        same.append(rate["garden fp32"] / rate["pipeline() fp32"])
-        rows.append([r["name"], f"{r['params'] / 1e6:.1f}M", str(r["batch"]), str(len(r["times"]["garden fp32"])),
-                     r["default"], f"{rate['garden ' + default]:.1f}",
-                     f"{rate['garden fp32'] / rate['hand fp32']:.3f}",
-                     f"{rate['garden fp32'] / rate['pipeline() fp32']:.2f}",
-                     f"{rate['garden bf16'] / rate['pipeline() fp32']:.2f}" if bf16 else "not run",
-                     f"{rate['garden bf16'] / rate['garden fp32']:.2f}" if bf16 else "not run",
-                     f"{r['bf16_agreement']:.1%}" if bf16 else "not run"])
-    lines = ["Inputs per second from the median of the interleaved rounds; random-init weights of the "
-             "registry's configs, the held-out split of each model's default data.", "",
-             table(rows, ["model", "params", "batch", "rounds", "garden auto picks", "garden auto inputs/s",
-                          "garden ÷ hand loop (fp32)", "garden fp32 ÷ pipeline() fp32",
-                          "garden bf16 ÷ pipeline() fp32", "bf16 ÷ fp32", "bf16 = fp32 top-1"]), ""]
-    if hand:
-        lines.append(f"* garden ≥ 0.97× the hand loop at the same precision (worst {min(hand):.3f}): "
-                     f"{verdict(min(hand) >= 0.97)}.")
-        lines.append(f"* garden fp32 ÷ pipeline() fp32, the same-precision ratio: {min(same):.2f}–{max(same):.2f}. "
-                     "A ratio above 1 here comes from garden's loop, not from its precision.")
-    lines += [f"* {note}" for note in notes]
+    """Speed beside agreement for every model, batch size and loop of a saved run, as markdown."""
+    rows, autos, pipes = [], [], []
+    loops = ["hand loop fp32", "garden auto", "pipeline()", "ONNX Runtime", "OpenVINO", "garden int8", "garden bf16"]
+    for m in record["models"]:
+        for cell in m["cells"]:
+            rate = {k: m["n"] / median(v) for k, v in cell["times"].items()}
+            base = rate[FP32]
+            fmt = lambda k: (f"{rate[k] / base:.2f}× · {cell['agreement'][k]:.0%}"  # noqa: E731
+                             if k in rate else "–")
+            plan = cell["plan"]
+            agreed = plan.get("agreement")
+            checked = (f"{agreed['top1']:.0%} of {agreed['compared']}" + (", fell back" if plan["fell_back"] else "")
+                       if agreed else "–")
+            rows.append([m["name"], m["task"], f"{m['params'] / 1e6:.{0 if m['params'] >= 1e7 else 1}f}M", str(cell["batch"]),
+                         f"{base:.2f}", plan["chosen"], checked, *(fmt(k) for k in loops),
+                         f"{rate['garden auto'] / rate['pipeline()']:.2f}" if "pipeline()" in rate else "–"])
+            autos.append(rate["garden auto"] / base)
+            if "pipeline()" in rate:
+                pipes.append((m["name"], cell["batch"], rate["garden auto"] / rate["pipeline()"],
+                              rate[FP32] / rate["pipeline()"]))
+    for loop in ("garden bf16", "garden int8"):  # a loop that ran nowhere: leave its column out
+        i = 7 + loops.index(loop)
+        if all(r[i] == "–" for r in rows):
+            loops.remove(loop)
+            rows = [r[:i] + r[i + 1:] for r in rows]
+    lines = [f"Inputs/s of garden fp32 (eager torch), then each loop as **speed ÷ garden fp32 · top-1 agreement "
+             f"with garden fp32** over the same inputs (the first {record['models'][0]['n'] if record['models'] else 0} "
+             "of each model's held-out data, random-init weights); medians of the interleaved rounds. "
+             "'auto plan' is what `infer.precision=auto` chose here and 'checked' its agreement check on the run's "
+             "first batches.", "",
+             table(rows, ["model", "task", "params", "batch", "garden fp32 inputs/s", "auto plan", "checked",
+                          *loops, "auto ÷ pipeline()"]), ""]
+    if autos:
+        lines.append(f"* garden auto ÷ garden fp32: {min(autos):.2f}–{max(autos):.2f} "
+                     f"(never slower than eager fp32: {verdict(min(autos) >= 0.97)}, 3% for noise).")
+    for name, batch, auto, same in pipes:
+        lines.append(f"* {name} batch {batch}: garden auto ÷ pipeline() {auto:.2f} (target ≥ 1.6 on AVX2-only CPUs: "
+                     f"{verdict(auto >= 1.6)}); at the same precision, garden fp32 ÷ pipeline() {same:.2f}.")
+    for m in record["models"]:
+        cost = [f"batch {c['batch']}: {c['checked_run_seconds']:.1f} s" for c in m["cells"]
+                if c["plan"].get("agreement")]
+        if cost:
+            lines.append(f"* {m['name']}: a whole run with the agreement check (first 2 batches also in fp32) took "
+                         + ", ".join(cost) + ".")
+        exports = [f"{f} {m[f + '_export_seconds']:.0f} s" for f in ("onnx", "openvino") if f + "_export_seconds" in m]
+        if exports:
+            lines.append(f"* {m['name']}: export (with its check against torch) took " + ", ".join(exports) + ".")
+        lines += [f"* {m['name']}: {n}" for n in m["notes"]]
+    lines += [f"* {note}" for note in record.get("notes", [])]
     return "\n".join(lines)
 
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--quick", action="store_true", help="tiny models, small inputs, one round (saves nothing)")
-    p.add_argument("--models", default=None, help="comma list of name:variant (default: vit and bert, tiny and base)")
-    p.add_argument("--repeats", type=int, default=None, help="interleaved rounds (default 3, quick 1)")
+    p.add_argument("--quick", action="store_true", help="tiny models, batch 8, one round (saves nothing)")
+    p.add_argument("--models", default=None, help=f"comma list of name:variant (default {','.join(MODELS)})")
+    p.add_argument("--batches", default=None, help="comma list of batch sizes (default 1,8; quick 8)")
+    p.add_argument("--inputs", type=int, default=16, help="held-out examples per model (default 16)")
+    p.add_argument("--repeats", type=int, default=None, help="interleaved rounds after the warm-up (default 2, quick 1)")
     p.add_argument("--threads", type=int, default=os.cpu_count(), help="torch threads (default: all cores)")
-    p.add_argument("--budget", type=float, default=15, help="minutes: no new round or model starts after it (default 15)")
+    p.add_argument("--budget", type=float, default=20, help="minutes: no new round or model starts after it")
     p.add_argument("--bf16", choices=("auto", "always", "never"), default="auto",
-                   help="bf16 loops: auto runs them only where the CPU has a bf16 path (AMX/AVX512-BF16)")
+                   help="a garden bf16 loop: auto adds it only where the CPU has a bf16 path (AMX/AVX512-BF16)")
     add_save_options(p)
     args = p.parse_args()
-    repeats = args.repeats or (1 if args.quick else 3)
-    wanted = args.models.split(",") if args.models else (["vit:tiny", "bert:tiny"] if args.quick else list(SIZES))
+    repeats = args.repeats or (1 if args.quick else 2)
+    batches = [int(b) for b in (args.batches or ("8" if args.quick else "1,8")).split(",")]
+    choice = QUICK if args.quick else MODELS
+    wanted = {m: {**MODELS, **QUICK}.get(m, "classify") for m in args.models.split(",")} if args.models else choice
     deadline = time.monotonic() + args.budget * 60
 
     import torch
     import transformers  # noqa: F401  (for the machine line)
 
     torch.set_num_threads(args.threads)
-    header("garden inference throughput vs a hand-written loop and pipeline()", threads=args.threads)
+    header("garden inference: fp32, auto, pipeline(), ONNX Runtime, OpenVINO", threads=args.threads)
     record = {"script": "inference", "command": "python bench/" + " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]),
               "machine": machine_record(threads=args.threads),
-              "settings": {"repeats": repeats, "budget_minutes": args.budget, "bf16": args.bf16},
+              "settings": {"repeats": repeats, "batches": batches, "inputs": args.inputs,
+                           "budget_minutes": args.budget, "bf16": args.bf16},
               "models": [], "notes": []}
 
     def note(text: str) -> None:
@@ -246,29 +323,22 @@ def main() -> int:
 
     bf16 = args.bf16 == "always" or (args.bf16 == "auto" and bf16_path(cpu_flags()))
     if not bf16:
-        note("bf16 loops skipped: this CPU has no bf16 path (no AMX or AVX512-BF16), so garden's "
-             "infer.precision=auto runs fp32 here and bf16 autocast would run several times slower "
-             "(`--bf16 always` runs them anyway)")
-    have = installed()
-    for name in wanted:
+        note("no garden bf16 loop: this CPU has no bf16 path (no AMX or AVX512-BF16), where bf16 autocast runs "
+             "several times slower than fp32 and auto does not pick it (`--bf16 always` adds it anyway)")
+    from garden import registry
+
+    have = set(registry.entries())
+    for name, task in wanted.items():
         if name.split(":")[0] not in have:
             note(f"{name} skipped: plugin not installed (python -m garden list)")
             continue
         if record["models"] and time.monotonic() > deadline:
             note(f"{name} skipped: the {args.budget:g}-minute budget was spent (--budget)")
             continue
-        n_eval, batch = SIZES.get(name, (64, 16))
-        if args.quick:
-            n_eval = min(n_eval, 2 * batch)
-        print(f"\n## {name}: {n_eval} eval inputs, batch {batch}, up to {repeats} rounds (load {load()})", flush=True)
-        r = bench_one(name, n_eval, batch, repeats, args.threads, bf16, deadline)
-        done = len(r["times"]["garden fp32"])
-        if done < repeats:
-            note(f"{name}: {done} of {repeats} rounds, the budget was spent")
-        record["models"].append(r)
-        print(f"params {r['params'] / 1e6:.1f}M · input {r['size']} · garden auto picks: {r['default']}")
-        print(table([[k, spread(v), f"{r['n'] / median(v):.1f}"] for k, v in r["times"].items()],
-                    ["loop", f"time for {r['n']} inputs", "inputs/s"]), flush=True)
+        print(f"\n## {name} ({task}): {args.inputs} inputs, batches {batches}, {repeats} rounds (load {load()})",
+              flush=True)
+        record["models"].append(bench_one(name, task, args.inputs, batches, repeats, args.threads, bf16, deadline,
+                                          note))
     save("inference", record, args)
     print()
     print(report(record))

@@ -22,7 +22,7 @@ CORE_CONFIG = "pkg://garden.conf"
 
 
 MODES = ("train", "infer", "eval")
-BACKENDS = ("auto", "local", "pipeline", "ipu")
+BACKENDS = ("auto", "local", "pipeline", "ipu", "onnxruntime", "openvino")
 
 
 def number(default: Any, *, at_least: float | None = None, above: float | None = None,
@@ -103,7 +103,15 @@ class InferConfig:
     top_k: int = number(3, at_least=1, means="predictions shown per input")
     max_new_tokens: int = number(20, at_least=1, means="tokens generated per input")
     do_sample: bool = False
-    precision: str = one_of("auto", "auto", "fp32", "bf16", "fp16")
+    #: auto (chosen per machine, garden.backends.plans), fp32, bf16, fp16 or int8-dynamic, each
+    #: optionally +compile (torch.compile)
+    precision: str = "auto"
+    #: a quantised plan is kept only if its top-1 agrees with fp32's on this share of the first batches
+    min_agreement: float = number(0.99, at_least=0, means="share of top-1 agreement a quantised plan must keep")
+    #: how many of the run's first batches check a quantised plan against fp32 (0: trust it unchecked)
+    check_batches: int = number(2, at_least=0, means="batches checked against fp32")
+    #: auto compiles only runs of at least this many batches (the warm-up takes tens of seconds)
+    compile_min_batches: int = number(100, at_least=1, means="batches a run needs before auto compiles")
 
 
 @dataclass

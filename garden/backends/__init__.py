@@ -1,5 +1,6 @@
 """Backends run a prepared model: ``local`` (one process), ``pipeline`` (torchrun, one stage per
-rank) and ``ipu`` (poptorch). A backend knows nothing of the model it runs beyond the task's
+rank), ``ipu`` (poptorch), and, for inference on a model written by ``python -m garden export``,
+``onnxruntime`` and ``openvino``. A backend knows nothing of the model it runs beyond the task's
 ``inputs``/``forward``/``loss`` and, when it partitions, the family's stage blocks; the surface
 the loops drive is :class:`garden.backends.base.Backend`, the same for all three.
 
@@ -16,6 +17,8 @@ from typing import Any
 from garden.backends.base import Backend
 from garden.backends.ipu import IPUBackend, ipus_available
 from garden.backends.local import LocalBackend
+from garden.backends.onnxruntime import OnnxRuntimeBackend
+from garden.backends.openvino import OpenVINOBackend
 from garden.backends.pipeline import PipelineBackend
 from garden.errors import BackendError
 
@@ -37,4 +40,8 @@ def select_backend(cfg: Any, prepared: Any) -> Backend:
         return PipelineBackend(prepared)
     if name == "ipu":
         return IPUBackend(prepared)
-    raise BackendError(f"unknown backend '{name}'; use one of auto, local, pipeline, ipu")
+    if name == "onnxruntime":
+        return OnnxRuntimeBackend(prepared)
+    if name == "openvino":
+        return OpenVINOBackend(prepared)
+    raise BackendError(f"unknown backend '{name}'; use one of auto, local, pipeline, ipu, onnxruntime, openvino")

@@ -52,6 +52,10 @@ class Backend(abc.ABC):
     stage_plan: Any = None
     #: where checkpointed optimizer state is loaded to
     device: Any = "cpu"
+    #: the inference precisions this backend runs (``infer.precision``; see garden.backends.plans)
+    inference_precisions: ClassVar[tuple[str, ...]] = ("fp32", "bf16", "fp16")
+    #: whether it can ``torch.compile`` the model for inference
+    can_compile: ClassVar[bool] = False
 
     @abc.abstractmethod
     def parameters(self) -> list:
@@ -71,6 +75,27 @@ class Backend(abc.ABC):
     @abc.abstractmethod
     def clip_grad_norm(self, max_norm: float) -> None:
         """Clip by the global norm over all parameters of the model."""
+
+    def use_plan(self, plan: Any) -> None:
+        """Run ``forward`` as ``plan`` says (a :class:`garden.backends.plans.Plan`), or a
+        BackendError naming what this backend runs instead."""
+        if plan.precision not in self.inference_precisions or (plan.compile and not self.can_compile):
+            runs = ", ".join(self.inference_precisions) + (" (each +compile)" if self.can_compile else "")
+            raise BackendError(f"backend={self.name} runs infer.precision={runs}, not {plan.label}")
+        self.precision = plan.precision
+
+    def reference_forward(self, batch: dict[str, Any]) -> Any:
+        """The output of the model as loaded, in fp32: what a quantised plan is checked against."""
+        plain = self.precision
+        self.precision = "fp32"
+        try:
+            return self.forward(batch)
+        finally:
+            self.precision = plain
+
+    def parameter_count(self) -> int:
+        """The model's parameters (what ``infer.precision=auto`` weighs)."""
+        return sum(p.numel() for p in self.model.parameters())
 
     def share(self, obj: Any) -> Any:
         """``obj`` as the process holding the outputs has it, on every process."""

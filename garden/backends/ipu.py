@@ -364,6 +364,7 @@ class IPUBackend(Backend):
     and one micro-step (``train_step`` gets the whole batch, ``scale`` 1 and ``sync``)."""
 
     name = "ipu"
+    inference_precisions = ("fp32",)
     #: the backend applies the optimizer itself (on the device); see ``garden.runs.loops.train``
     steps_optimizer = True
 

@@ -6,6 +6,7 @@ import contextlib
 import os
 from typing import Any
 
+from garden.backends import plans
 from garden.backends.base import Backend, autocast, replica_layout, to_device
 
 
@@ -35,6 +36,8 @@ class LocalBackend(Backend):
     """
 
     name = "local"
+    inference_precisions = plans.PRECISIONS
+    can_compile = True
 
     def __init__(self, prepared: Any):
         import torch
@@ -50,6 +53,9 @@ class LocalBackend(Backend):
         local = int(os.environ.get("LOCAL_RANK", "0"))
         self.device = torch.device(f"cuda:{local}" if self.replicas > 1 else "cuda") if cuda else torch.device("cpu")
         self.model = prepared.family.build(prepared.spec).to(self.device)
+        #: what ``forward`` runs: the model, or its quantised / compiled form (:meth:`use_plan`)
+        self.inference_model: Any = None
+        self._prepared_forms: dict[str, Any] = {}
         self.ddp: Any = None
         self._owns_group = False
         if self.replicas > 1:
@@ -84,13 +90,34 @@ class LocalBackend(Backend):
             (loss * (scale * self.replicas) if (scale != 1.0 or self.replicas > 1) else loss).backward()
         return loss.detach()
 
+    def use_plan(self, plan: Any) -> None:
+        """Quantise (``int8-dynamic``: a copy, the fp32 model stays for the agreement check)
+        and/or compile the model that ``forward`` runs."""
+        super().use_plan(plan)
+        if plan.quantised and self.device.type != "cpu":
+            from garden.errors import BackendError
+
+            raise BackendError(f"infer.precision={plan.label} runs on the CPU only (dynamic int8); use bf16 or fp32")
+        self.model.eval()
+        if plan.label not in self._prepared_forms:  # quantised / compiled once per process, like the warm-up
+            model = plans.quantize_dynamic(self.model) if plan.quantised else self.model
+            self._prepared_forms[plan.label] = plans.compiled(model) if plan.compile else \
+                (None if model is self.model else model)
+        self.inference_model = self._prepared_forms[plan.label]
+
     def forward(self, batch: dict[str, Any]):
+        return self._forward(self.inference_model or self.model, batch, self.precision)
+
+    def reference_forward(self, batch: dict[str, Any]):
+        return self._forward(self.model, batch, "fp32")
+
+    def _forward(self, model: Any, batch: dict[str, Any], precision: str):
         import torch
 
         self.model.eval()
         batch = to_device(batch, self.device)
-        with torch.inference_mode(), autocast(self.precision, self.device.type):
-            return self.task.forward(self.model, batch)
+        with torch.inference_mode(), autocast(precision, self.device.type):
+            return self.task.forward(model, batch)
 
     def clip_grad_norm(self, max_norm: float) -> None:
         import torch

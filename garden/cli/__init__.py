@@ -40,6 +40,9 @@ Browse the registry:
   registry serve [--port N]  the registry page on http://127.0.0.1:N (default 8000)
   notebook model=M [task=T] [variant=V] [--out PATH]   a tutorial notebook for one entry
   notebook --builtin [--out DIR]   every built-in entry's notebook (notebooks/, docs/notebooks.md)
+  export model=M format=onnx|openvino [task=T] [weights=DIR] [out=DIR]
+                         the model as an ONNX / OpenVINO graph, checked against torch, with its
+                         preprocessor; run it with backend=onnxruntime|openvino weights=OUT
 
 Plugins (docs/plugins.md):
   plugins [--json]       installed plugins: distribution, version, API, models, tasks, hooks, status
@@ -51,7 +54,8 @@ Run a model (Hydra overrides; -m/--multirun sweeps comma lists):
   mode=train|infer|eval  train (default) fine-tunes, evaluates and saves; infer predicts
   preset=smoke           smallest variant, tiny data, ~20 steps
   weights=auto|hub|random|hub:org/name[@rev]|DIR
-  backend=auto|local|pipeline|ipu
+  backend=auto|local|pipeline|ipu|onnxruntime|openvino
+  infer.precision=auto|fp32|bf16|int8-dynamic[+compile]   auto: chosen for this CPU/GPU
   data.path=... data.limit=N trainer.lr=... trainer.max_steps=N infer.inputs=GLOB
   logger=tensorboard     also write TensorBoard event files (RUN_DIR/tensorboard)
 
@@ -233,6 +237,10 @@ def main(argv: list[str] | None = None) -> int:
             from garden.cli.plan import cmd_plan  # builds the model: torch
 
             return cmd_plan(argv[1:])
+        if argv[0] == "export":
+            from garden.cli.export import cmd_export  # builds the model: torch, an exporter
+
+            return cmd_export(argv[1:])
         if argv[0] in COMMANDS:
             args = parser().parse_args(argv)
             return args.func(args)

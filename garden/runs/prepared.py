@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import pkgutil
+from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -98,10 +99,13 @@ def prepare(cfg: Any, *, load_data: bool = True) -> Prepared:
     variant = entry.variant(cfg.model.variant)
     family = family_of(entry)
     task = task_of(entry, family, cfg.task.name)
-    weights = hub.resolve_weights(
-        weights_source(entry, cfg.weights.source), variant, allow_pickle=cfg.weights.allow_pickle,
-        for_training=cfg.mode == "train", entry=entry,
-    )
+    if cfg.backend in EXPORTED:
+        weights = exported_weights(cfg)
+    else:
+        weights = hub.resolve_weights(
+            weights_source(entry, cfg.weights.source), variant, allow_pickle=cfg.weights.allow_pickle,
+            for_training=cfg.mode == "train", entry=entry,
+        )
     if cfg.mode == "infer" and weights.folder is None and cfg.weights.source == "auto":
         raise WeightsError(
             f"model '{entry.name}' variant '{variant.name}' has no pretrained weights to predict with; "
@@ -150,6 +154,22 @@ def pinned_override(prepared: Prepared, commit: str | None = None) -> str | None
     if auto.is_hf(prepared.entry.name):
         return f"model={auto.PREFIX}{hub_id}@{commit}"
     return f"weights=hub:{prepared.weights_origin.split()[-1].partition('@')[0]}@{commit}"
+
+
+#: the backends that run a folder written by ``python -m garden export`` instead of torch weights
+EXPORTED = ("onnxruntime", "openvino")
+
+
+def exported_weights(cfg: Any) -> hub.WeightsResolution:
+    """``weights=DIR`` for an exported-model backend: a folder holding an export for it."""
+    from garden.backends.exported import read_manifest
+
+    if cfg.mode == "train":
+        raise ConfigError(f"backend={cfg.backend} runs an exported model for mode=infer or mode=eval; train with "
+                          "backend=local, then export the trained model (python -m garden export)")
+    folder = Path(cfg.weights.source).expanduser()
+    manifest = read_manifest(folder, cfg.backend)  # names the command that writes one
+    return hub.WeightsResolution(folder.resolve(), f"{manifest['format']} export {folder} ({manifest['weights']})")
 
 
 def load_model(

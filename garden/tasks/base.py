@@ -46,6 +46,8 @@ class Task:
     splittable = True
     #: whether ``infer.precision=auto`` may pick bf16 (classification: yes; fine regression: no)
     bf16_inference = True
+    #: whether ``auto`` may pick dynamic int8 (checked against fp32 on the run's first batches)
+    int8_inference = True
 
     def __init__(self, family: Any):
         self.family = family
