@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import functools
 import json
-import weakref
+import pkgutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -341,7 +341,7 @@ class AutoFamily(TransformersFamily):
         """Blocks found by introspection and cut by pipelining's tracer (``model.blocks`` picks the lists)."""
         from garden.families.traced import traced_blocks
 
-        task_object = self.task(task)
+        task_object = pkgutil.resolve_name(self.tasks[task])(self)
         return traced_blocks(model, task_object, probe_inputs(model, task_object, self.processor),
                              vars(model).get("garden_blocks"))
 
