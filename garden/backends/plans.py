@@ -131,7 +131,7 @@ def choose(requested: str, machine: Machine, *, params: int, batches: int, allow
         return Plan("bf16", long_run, f"auto: {where}{why_compile}")
     if machine.device == "cpu" and allow_int8 and "int8-dynamic" in offered:
         return Plan("int8-dynamic", long_run, f"auto: {where}: dynamic int8, checked against fp32{why_compile}")
-    reason = "the task keeps full precision" if not (allow_bf16 and allow_int8) else where
+    reason = f"{where}; no quantised plan allowed here" if not (allow_bf16 and allow_int8) else where
     return Plan("fp32", long_run, f"auto: {reason}{why_compile}")
 
 

@@ -515,11 +515,12 @@ def infer(prepared: Prepared, backend: Backend, output_dir: Path) -> dict[str, A
     return result
 
 
-def inference_plan(prepared: Prepared, backend: Backend, batches: int) -> plans.Plan:
-    """``infer.precision`` as a plan for this machine, model, task, backend and run length."""
+def inference_plan(prepared: Prepared, backend: Backend, batches: int, *, checked: bool = True) -> plans.Plan:
+    """``infer.precision`` as a plan for this machine, model, task, backend and run length;
+    ``auto`` picks a quantised plan only where its first batches are ``checked`` against fp32."""
     cfg, task = prepared.cfg, prepared.task
     device = getattr(backend.device, "type", str(backend.device))
     return plans.choose(cfg.infer.precision, plans.Machine.here(device), params=backend.parameter_count(),
-                        batches=batches, allow_bf16=task.bf16_inference, allow_int8=task.int8_inference,
+                        batches=batches, allow_bf16=task.bf16_inference, allow_int8=task.int8_inference and checked,
                         offered=backend.inference_precisions, can_compile=backend.can_compile,
                         compile_min_batches=cfg.infer.compile_min_batches)
