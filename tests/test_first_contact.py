@@ -1,8 +1,25 @@
-"""First contact (issue 18): the commands a new user types first, offline on a laptop.
+"""First contact (issue 18, parts 1 and 2): the commands a new user types first, on a laptop, on
+and off line. Each row is one command as typed, checked for its exit status, its one line and
+what it leaves on disk; most fail before torch loads, so they cost a second or two.
 
-Each row of ``MATRIX`` is one command as typed: its exit status, the one line it prints (a part
-of it that names the cause and the fix) and what it leaves on disk (nothing: a refused command
-writes no run folder). They fail before torch loads, so each costs a second or two.
+| command | exit | the line (a part that names the cause and the fix) | on disk afterwards |
+|---|---|---|---|
+| ``python -m garden`` | 2 | usage | nothing |
+| ``registry serve --port 99999`` | 2 | 99999 is not a port number; give one from 1 to 65535 | nothing |
+| ``model=VIT task=classify`` | 2 | did you mean vit? | nothing |
+| ``model=vit ...`` with ``GARDEN_DISABLE_PLUGINS=garden-vit`` | 2 | plugin garden-vit is disabled by GARDEN_DISABLE_PLUGINS | nothing |
+| ``trainer.max_steps=-5``, ``data.batch_size=0``/``-3``, ``trainer.lr=-1``, ``data.limit=0``, ... | 2 | KEY=VALUE is out of range (what it means); give ... | nothing |
+| ``plan model=vit ipu.cost=bogus`` | 2 | ipu.cost=bogus is not one of: flops, params, measured (before torch) | nothing |
+| ``plan ... ipu.ipus_per_replica=100`` | 2 | leaves 94 automatic stages ... with nothing to run; use at most 6 IPUs | nothing |
+| ``model=vit task=classify`` offline | 2 | weights=auto: ... not cached ...; unset HF_HUB_OFFLINE / hf download / model.variant=tiny / preset=smoke / weights=random | nothing |
+| ``model=vit task=classify`` with the Hub serving the checkpoint | 0 | first line before torch; ``estimate:`` after 3 steps; an ETA | the run |
+| a run that fails after Hydra made its folder | 2 | the cause | no run folder |
+| ``model=bert weights=<a ViT folder>`` | 2 | holds a 'vit' model (ViTForImageClassification) ...; run it with model=vit | nothing |
+| ``weights=<pytorch_model.bin folder> weights.allow_pickle=true`` | 0 | | the checkpoint's weights, loaded |
+| a corrupt image / audio file / text line, training or inference | 2 | cannot read ... NAME; ... set data.skip_unreadable=true | nothing |
+| the same with ``data.skip_unreadable=true`` | 0 | skipped N ... that could not be read | the run, without them |
+| ``ipu.config_file`` with ``layers_per_ipuu`` | 2 | not a field of optimum-graphcore's IPUConfig (did you mean layers_per_ipu?) | nothing |
+| ``registry serve`` with no registry.json | serves | the installed plugins' registry | nothing |
 """
 
 from __future__ import annotations
@@ -66,6 +83,31 @@ def test_the_headline_command_offline_names_every_way_forward(tmp_path):
                 "model.variant=tiny", "preset=smoke", "weights=random"):
         assert fix in done.stderr
     assert not (tmp_path / "outputs").exists() or not any((tmp_path / "outputs").iterdir())
+
+
+def test_the_headline_command_with_its_weights_on_the_hub_fine_tunes_with_an_estimate_and_an_eta(tmp_path):
+    """The same command where the Hub serves ViT-base's pinned checkpoint (tests/hubserver.py; a
+    tiny ViT stands in for its 86 M parameters, under the pinned repo and commit)."""
+    from garden import registry
+    from hubserver import HubServer
+
+    base = registry.get("vit").variant("base")
+    with HubServer() as server:
+        server.add_repo(base.hub_id, tiny_vit_folder(tmp_path / "checkpoint"), sha=base.revision)
+        env = {"HF_ENDPOINT": server.url, "HF_HOME": str(tmp_path / "hf"), "HF_HUB_OFFLINE": "0",
+               "HF_HUB_DISABLE_XET": "1", "HF_HUB_DISABLE_PROGRESS_BARS": "1"}
+        done = garden_cli("model=vit", "task=classify", "trainer.max_steps=5", "data.limit=96", "data.eval_limit=16",
+                          cwd=tmp_path, env=env)
+    assert done.returncode == 0, done.output
+    assert done.stdout.splitlines()[0] == (f"vit (base) · classify · train · weights hub {base.hub_id}@"
+                                           f"{base.revision[:7]} · loading torch…")
+    [estimate] = [ln for ln in done.stderr.splitlines() if ln.startswith("estimate: ")]
+    assert estimate.startswith("estimate: 5 steps at ") and "of training, plus 1 evaluation of 16 examples" in estimate
+    assert " eta " in done.stderr  # the progress bar's time left
+    [metrics] = tmp_path.glob("outputs/*/*/metrics.json")
+    recorded = json.loads(metrics.read_text())
+    assert recorded["weights"] == f"hub {base.hub_id}@{base.revision[:7]}"
+    assert recorded["estimate"]["after_steps"] == 3 and recorded["estimate"]["train_seconds"] > 0
 
 
 def test_help_is_not_an_error():

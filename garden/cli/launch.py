@@ -23,7 +23,7 @@ from garden.errors import GardenError
 from garden.hub import resolve_weights
 from garden.runs.checkpoint import override_value, resume_overrides
 from garden.runs.execution import command_line, execute, own
-from garden.runs.rundir import check_new_sweep, remove_unstarted
+from garden.runs.rundir import check_new_sweep, owns_run_dirs, remove_unstarted
 from garden.sweep import record_failure
 
 
@@ -89,6 +89,8 @@ def say_what_starts(cfg: Any) -> None:
     variant = entry.variant(cfg.model.variant)
     weights = resolve_weights(cfg.weights.source, variant, allow_pickle=cfg.weights.allow_pickle,
                               for_training=cfg.mode == "train", entry=entry)
+    if not owns_run_dirs():  # a torchrun rank other than 0: rank 0 speaks for the run
+        return
     # stdout, where the run's results go: stderr keeps to progress, notes and the one-line errors
     Console(highlight=False).print(f"[bold]{entry.name}[/] ({variant.name}) · {cfg.task.name} · {cfg.mode} · "
                                    f"weights {weights.origin} · loading torch…")
