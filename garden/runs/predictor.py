@@ -28,7 +28,7 @@ from garden.backends import select_backend
 from garden.config import compose
 from garden.errors import DataError
 from garden.runs.data import loader
-from garden.runs.loops import BF16_MIN_PARAMS, resolve_precision
+from garden.runs.loops import inference_plan
 from garden.runs.prepared import entry_of, prepare
 
 
@@ -40,9 +40,9 @@ class Predictor:
         self.prepared = prepare(self.cfg)
         self.task, self.data = self.prepared.task, self.prepared.data
         self.backend = select_backend(self.cfg, self.prepared)
-        params = sum(p.numel() for p in self.backend.model.parameters())
-        self.backend.precision = resolve_precision(
-            self.cfg.infer.precision, allow_bf16=self.task.bf16_inference and params >= BF16_MIN_PARAMS)
+        plan = inference_plan(self.prepared, self.backend, 1)
+        if not plan.quantised:  # a quantised plan is checked against fp32 by mode=infer; here it stays fp32
+            self.backend.use_plan(plan)
 
     @property
     def labels(self) -> tuple[str, ...] | None:
