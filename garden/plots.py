@@ -114,7 +114,7 @@ def stage_costs(summary: dict[str, Any], title: str = "") -> Any:
     split as a dashed line."""
     stages = summary["stages"]
     shares = [s["cost_share"] * 100 for s in stages]
-    labels = [f"{s['index']}\n{s['layers']} layer{'s' * (s['layers'] != 1)}" for s in stages]
+    labels = [f"stage {s['index']}\n{s['layers']} layer{'s' * (s['layers'] != 1)}" for s in stages]
     note = f"layers_per_ipu={summary['layers_per_ipu']} · bottleneck / ideal = {summary['bottleneck_ratio']:.3f}"
     return bars(shares, labels, ylabel="share of the cost (%)", title=title or "stage plan: cost per stage",
                 ideal=100 / len(stages) if stages else None, note=note)

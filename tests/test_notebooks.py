@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 
 import nbformat
 import pytest
@@ -77,3 +78,22 @@ def test_show_names_each_tasks_notebook_and_its_launch_link(cli):
     broken = cli("show", "vit", env={"GARDEN_NOTEBOOK_URL": "https://mybinder.org/v2/gh/org/garden"})
     assert broken.returncode == 2 and "GARDEN_NOTEBOOK_URL=https://mybinder.org/v2/gh/org/garden has no {path}" \
         in broken.stderr and broken.stderr.count("\n") == 1
+
+
+def test_the_timing_table_in_the_docs_is_generated_from_the_saved_results():
+    import importlib.util
+
+    results = ROOT / "bench" / "results" / "notebooks.json"
+    if not results.is_file():
+        pytest.skip("bench/results/notebooks.json not measured yet: python bench/notebooks.py")
+    spec = importlib.util.spec_from_file_location("bench_notebooks", ROOT / "bench" / "notebooks.py")
+    bench = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        spec.loader.exec_module(bench)
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+    record = json.loads(results.read_text())
+    assert sorted(r["notebook"] for r in record["notebooks"]) == sorted(f"{m}-{t}" for m, t in BUILTIN)
+    assert (ROOT / "docs" / "notebooks.md").read_text() == bench.render_doc(record), \
+        "docs/notebooks.md's table differs from bench/results/notebooks.json: rerun python bench/notebooks.py"

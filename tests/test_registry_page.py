@@ -43,10 +43,11 @@ def model(name: str, domain: str, tasks: list[str], plugin: str, params: int, de
         "builder": f"{plugin.replace('-', '_')}:Family",
         "variants": [{"name": "base", "hub_id": f"org/{name}-base", "revision": "0123abcdef" * 4, "params": params,
                       "flops": 200 * params, "flops_input": "input_ids 1x128", "file_size": 4 * params,
-                      "config": {}, "description": ""}],
+                      "config": {}, "description": "", "weights_format": "safetensors"}],
         "default": "base", "paper": f"The {name} paper", "paper_url": f"https://arxiv.org/abs/{name}",
         "license": "apache-2.0", "layouts": layouts or {},
-        "stage_summaries": {ipus: stage_summary(layers, tasks) for ipus, layers in (layouts or {}).items()},
+        "stage_summaries": {ipus: stage_summary(layers, tasks, tied=[t for t in tasks if t == "mlm"])  # mlm ties its head
+                            for ipus, layers in (layouts or {}).items()},
         "results": [], "plugin": plugin, "plugin_version": "1.0",
         "commands": {t: f"python -m garden model={name} task={t}" for t in tasks},
     }
