@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shlex
 import subprocess
 import sys
@@ -40,18 +41,25 @@ def command(model: str, task: str, variant: str) -> list[str]:
             f"trainer.threads={THREADS}"]
 
 
-def run_recipe(overrides: list[str]) -> tuple[dict, float]:
-    """metrics.json of one recipe run, and its wall time in seconds."""
+def run_recipe(overrides: list[str]) -> tuple[dict, float, float]:
+    """metrics.json of one recipe run, its wall time and its CPU time in seconds (the CPU time
+    barely moves with other processes' load on a shared machine; the wall time does)."""
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_VERBOSITY": "error"}
     argv = [sys.executable, "-m", "garden", *overrides]
     with tempfile.TemporaryDirectory() as cwd:
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), cpu_seconds()
         proc = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=3600)
-        elapsed = time.perf_counter() - start
+        elapsed, cpu = time.perf_counter() - start, cpu_seconds() - cpu
         if proc.returncode != 0:
             raise SystemExit(f"{' '.join(overrides)} failed ({proc.returncode}):\n{proc.stderr[-2000:]}")
         [metrics] = Path(cwd).glob("outputs/*/*/metrics.json")
-        return json.loads(metrics.read_text()), elapsed
+        return json.loads(metrics.read_text()), elapsed, cpu
+
+
+def cpu_seconds() -> float:
+    """User and system CPU time of this process's finished children."""
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
 
 
 def baseline(overrides: list[str]) -> dict:
@@ -106,7 +114,7 @@ def main() -> int:
     for entry in entries:
         task = entry.tasks[0]
         overrides = command(entry.name, task, args.variant)
-        metrics, elapsed = run_recipe(overrides)
+        metrics, elapsed, cpu = run_recipe(overrides)
         against = baseline(overrides)
         folder = registry.declared_in(entry)
         result = declaration(task, args.variant, overrides, metrics, against, folder)
@@ -116,14 +124,14 @@ def main() -> int:
                          f"{closed:.0%} of the gap from {against['name']} ({against['value']}) to perfect")
         shown = ", ".join(f"{k} {v:.4f}" for k, v in result["metrics"].items())
         rows.append([entry.name, task, str(metrics["steps"]), shown, f"{against['value']:.4f}", f"{closed:.0%}",
-                     f"{metrics['train_samples_per_second']:.1f}", f"{elapsed:.0f} s"])
+                     f"{metrics['train_samples_per_second']:.1f}", f"{elapsed:.0f} s", f"{cpu:.0f} s"])
         print(f"{entry.name}/{task}: {shown}; baseline {against['metric']} {against['value']:.4f} "
-              f"({against['name']}), {closed:.0%} of the gap closed ({elapsed:.0f} s)", flush=True)
+              f"({against['name']}), {closed:.0%} of the gap closed ({elapsed:.0f} s, {cpu:.0f} s of CPU)", flush=True)
         if args.write:
             print(f"  wrote {write_results(folder, entry.name, [result])}", flush=True)
     print()
     print(table(rows, ["model", "task", "steps", "held-out metrics", "baseline", "gap closed", "train samples/s",
-                       "run"]))
+                       "run", "CPU"]))
     for line in short:
         print(f"below the margin ({MARGIN:.0%} of the gap): {line}", file=sys.stderr)
     if args.write:

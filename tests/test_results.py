@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import json
 import shlex
-import sys
-from pathlib import Path
 
 import pytest
 
