@@ -52,6 +52,16 @@ def get(name: str) -> ModelEntry:
     )
 
 
+def declared_in(entry: ModelEntry) -> Path:
+    """The folder of the plugin module that contributed ``entry``: where its generated
+    ``results.json`` and ``measurements.json`` live (:mod:`garden.declared`)."""
+    found = discover()
+    for plugin in found.plugins:
+        if entry.name in plugin.models:
+            return Path(found.manager.get_plugin(plugin.name).__file__).resolve().parent
+    raise PluginError(f"model '{entry.name}' came from no loaded plugin; its declared data has no folder")
+
+
 def check_task(entry: ModelEntry, task: str) -> None:
     """Raise unless ``entry`` supports ``task``; the message lists the tasks it has."""
     if task not in entry.tasks:

@@ -96,3 +96,7 @@ def _disagreements(document: dict[str, Any]) -> Iterator[tuple[list[Any], str]]:
                 yield at + ["results", j, "task"], f"'{result['task']}' is not one of the model's tasks"
             if result.get("variant", variants[0]) not in variants:
                 yield at + ["results", j, "variant"], f"'{result['variant']}' is not a variant"
+            baseline = result.get("baseline")
+            if baseline and baseline["metric"] not in result["metrics"]:
+                yield at + ["results", j, "baseline", "metric"], \
+                    f"'{baseline['metric']}' is not one of the result's metrics ({', '.join(result['metrics'])})"

@@ -3,24 +3,21 @@
 A text task reads records (dicts) from one of three places: the user's own file
 (``data.path=FILE`` in CSV, JSON or JSONL), a Hub dataset (``data.hub=name[:config]``) or a
 small dataset shipped in ``garden/tasks/data`` (so runs work offline). A model without a
-checkpoint (``weights=random``) gets a real tokenizer trained on that shipped text, cached on
-disk so only the first run pays for training it::
+checkpoint (``weights=random``) gets a real tokenizer trained once on that shipped text and
+shipped beside its family as ``tokenizer.json`` (a :class:`TokenizerRecipe` says how)::
 
     >>> records = load_records("reviews.csv", ("sentence", "label"), "classify")   # doctest: +SKIP
-    >>> tok = trained_tokenizer("wordpiece", {"unk_token": "[UNK]"}, 1000, [default_data("sst2_like.jsonl")])  # doctest: +SKIP
+    >>> tok = shipped_tokenizer(Path("garden_mymodel/tokenizer.json"), {"unk_token": "[UNK]"})  # doctest: +SKIP
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
-import shutil
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from garden.errors import ConfigError, DataError, unreadable
-from garden.files import staging_folder
 
 FORMATS = {".csv": "csv", ".json": "json", ".jsonl": "jsonl"}
 
@@ -213,100 +210,84 @@ def corpus_text(files: Iterable[str | Path]) -> Iterable[str]:
             yield from (ln for ln in text.splitlines() if ln.strip())
 
 
-def cache_dir() -> Path:
-    """garden's cache: ``$GARDEN_CACHE``, else ``~/.cache/garden``."""
-    return Path(os.environ.get("GARDEN_CACHE") or Path.home() / ".cache" / "garden").expanduser()
+@dataclass(frozen=True)
+class TokenizerRecipe:
+    """How a family's shipped tokenizer is trained, for models that have no checkpoint.
 
-
-def trained_tokenizer(
-    kind: str,
-    special_tokens: dict[str, str],
-    vocab_size: int,
-    corpus_files: Sequence[str | Path],
-    *,
-    template: tuple[str, str] | None = None,
-    lowercase: bool = False,
-    model_max_length: int = 512,
-) -> Any:
-    """A real tokenizer trained on ``corpus_files``, for a model that has no checkpoint.
-
-    ``kind`` is ``wordpiece``, ``bpe`` (byte-level) or ``unigram`` (SentencePiece-like).
+    ``kind`` is ``wordpiece``, ``bpe`` (byte-level) or ``unigram`` (SentencePiece-like);
     ``special_tokens`` are by role (``PreTrainedTokenizerFast`` keyword arguments), their order
-    giving their ids; ``template`` is the single and pair post-processing templates (tokenizers'
-    ``TemplateProcessing`` syntax, e.g. ``("[CLS] $A [SEP]", "[CLS] $A [SEP] $B:1 [SEP]:1")``);
-    ``None`` adds no special tokens. The result
-    is cached under ``cache_dir()/tokenizers`` by a hash of the corpus and these settings, so
-    a second run loads it in milliseconds; ``garden_trained`` is set on it, so a task knows the
-    model's vocabulary must be sized to it.
+    giving their ids; ``corpus`` names shipped datasets (:func:`default_data`); ``template`` is the
+    single and pair post-processing templates (tokenizers' ``TemplateProcessing`` syntax, e.g.
+    ``("[CLS] $A [SEP]", "[CLS] $A [SEP] $B:1 [SEP]:1")``), ``None`` for no special tokens.
+    Training is not reproducible (the trainers break ties in hash order), so
+    ``tools/train_tokenizers.py`` follows the recipe once and commits the result beside the family
+    as ``tokenizer.json``; runs only read that file.
     """
-    if kind not in TOKENIZER_KINDS:
-        raise ConfigError(f"tokenizer kind '{kind}' is not one of: {', '.join(TOKENIZER_KINDS)}")
-    digest = hashlib.sha256()
-    for file in corpus_files:
-        digest.update(Path(file).read_bytes())
-    settings = [kind, sorted(special_tokens.items()), vocab_size, template, lowercase, model_max_length]
-    digest.update(json.dumps(settings).encode())
-    folder = cache_dir() / "tokenizers" / f"{kind}-{digest.hexdigest()[:16]}"
-    if not (folder / "tokenizer.json").exists():
-        _train_into(folder, kind, special_tokens, vocab_size, corpus_files, template, lowercase)
+
+    kind: str
+    special_tokens: Mapping[str, str]
+    corpus: tuple[str, ...]
+    vocab_size: int = 1000
+    template: tuple[str, str] | None = None
+    lowercase: bool = False
+
+    def train(self) -> Any:
+        """A ``tokenizers.Tokenizer`` trained on the corpus (``tools/train_tokenizers.py`` saves it)."""
+        from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
+
+        if self.kind not in TOKENIZER_KINDS:
+            raise ConfigError(f"tokenizer kind '{self.kind}' is not one of: {', '.join(TOKENIZER_KINDS)}")
+        specials = list(dict.fromkeys(self.special_tokens.values()))
+        unk = self.special_tokens.get("unk_token")
+        norm = [normalizers.NFKC()] + ([normalizers.Lowercase()] if self.lowercase else [])
+        if self.kind == "wordpiece":
+            tokenizer = Tokenizer(models.WordPiece(unk_token=unk))
+            # whitespace, then each punctuation mark alone: the classic WordPiece split
+            tokenizer.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.WhitespaceSplit(),
+                                                               pre_tokenizers.Punctuation("isolated")])
+            tokenizer.decoder = decoders.WordPiece()
+            trainer = trainers.WordPieceTrainer(vocab_size=self.vocab_size, special_tokens=specials,
+                                                show_progress=False, initial_alphabet=ALPHABET)
+        elif self.kind == "bpe":
+            tokenizer = Tokenizer(models.BPE())
+            tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+            tokenizer.decoder = decoders.ByteLevel()
+            trainer = trainers.BpeTrainer(vocab_size=self.vocab_size, special_tokens=specials, show_progress=False,
+                                          initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+        else:
+            tokenizer = Tokenizer(models.Unigram())
+            tokenizer.pre_tokenizer = pre_tokenizers.Metaspace()
+            tokenizer.decoder = decoders.Metaspace()
+            trainer = trainers.UnigramTrainer(vocab_size=self.vocab_size, special_tokens=specials, unk_token=unk,
+                                              show_progress=False, initial_alphabet=ALPHABET)
+        tokenizer.normalizer = normalizers.Sequence(norm)
+        tokenizer.train_from_iterator(corpus_text(default_data(name) for name in self.corpus), trainer=trainer)
+        steps = [processors.ByteLevel(trim_offsets=True)] if self.kind == "bpe" else []
+        if self.template:
+            used = {t.split(":")[0] for t in " ".join(self.template).split() if not t.startswith("$")}
+            steps.append(processors.TemplateProcessing(
+                single=self.template[0], pair=self.template[1],
+                special_tokens=[(t, tokenizer.token_to_id(t)) for t in sorted(used)],
+            ))
+        if steps:
+            tokenizer.post_processor = steps[0] if len(steps) == 1 else processors.Sequence(steps)
+        return tokenizer
+
+
+def shipped_tokenizer(file: Path, special_tokens: Mapping[str, str], *, model_max_length: int = 512) -> Any:
+    """The tokenizer a plugin ships in ``file`` (a ``tokenizer.json``), for a model without a checkpoint.
+
+    ``garden_trained`` is set on it, so a task sizes the model's vocabulary to it.
+    """
+    if not Path(file).is_file():
+        raise DataError(f"the shipped tokenizer {file} is missing; reinstall the plugin, or write it with "
+                        f"python tools/train_tokenizers.py")
     from transformers import PreTrainedTokenizerFast
 
-    tokenizer = PreTrainedTokenizerFast(tokenizer_file=str(folder / "tokenizer.json"),
-                                        model_max_length=model_max_length, **special_tokens)
+    tokenizer = PreTrainedTokenizerFast(tokenizer_file=str(file), model_max_length=model_max_length,
+                                        **special_tokens)
     tokenizer.garden_trained = True
     return tokenizer
-
-
-def _train_into(folder: Path, kind: str, special_tokens: dict[str, str], vocab_size: int,
-                corpus_files: Sequence[str | Path], template: tuple[str, str] | None, lowercase: bool) -> None:
-    """Train the tokenizer and write ``folder/tokenizer.json`` atomically (concurrent runs may race)."""
-    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
-
-    specials = list(dict.fromkeys(special_tokens.values()))
-    unk = special_tokens.get("unk_token")
-    norm = [normalizers.NFKC()] + ([normalizers.Lowercase()] if lowercase else [])
-    if kind == "wordpiece":
-        tokenizer = Tokenizer(models.WordPiece(unk_token=unk))
-        # whitespace, then each punctuation mark alone: the classic WordPiece split
-        tokenizer.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.WhitespaceSplit(),
-                                                           pre_tokenizers.Punctuation("isolated")])
-        tokenizer.decoder = decoders.WordPiece()
-        trainer = trainers.WordPieceTrainer(vocab_size=vocab_size, special_tokens=specials, show_progress=False,
-                                            initial_alphabet=ALPHABET)
-    elif kind == "bpe":
-        tokenizer = Tokenizer(models.BPE())
-        tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-        tokenizer.decoder = decoders.ByteLevel()
-        trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=specials, show_progress=False,
-                                      initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
-    else:
-        tokenizer = Tokenizer(models.Unigram())
-        tokenizer.pre_tokenizer = pre_tokenizers.Metaspace()
-        tokenizer.decoder = decoders.Metaspace()
-        trainer = trainers.UnigramTrainer(vocab_size=vocab_size, special_tokens=specials, unk_token=unk,
-                                          show_progress=False, initial_alphabet=ALPHABET)
-    tokenizer.normalizer = normalizers.Sequence(norm)
-    tokenizer.train_from_iterator(corpus_text(corpus_files), trainer=trainer)
-    steps = [processors.ByteLevel(trim_offsets=True)] if kind == "bpe" else []
-    if template:
-        used = {t.split(":")[0] for t in " ".join(template).split() if not t.startswith("$")}
-        steps.append(processors.TemplateProcessing(
-            single=template[0], pair=template[1],
-            special_tokens=[(t, tokenizer.token_to_id(t)) for t in sorted(used)],
-        ))
-    if steps:
-        tokenizer.post_processor = steps[0] if len(steps) == 1 else processors.Sequence(steps)
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    staging = staging_folder(folder, f".{folder.name}.")
-    try:
-        tokenizer.save(str(staging / "tokenizer.json"))
-        try:
-            staging.rename(folder)
-        except OSError:  # another process finished first; its tokenizer is the same
-            shutil.rmtree(staging, ignore_errors=True)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
 
 
 def max_length(data: Any, tokenizer: Any) -> int:

@@ -69,8 +69,51 @@ def test_a_stale_declaration_is_named_with_both_numbers(plugin_site):
     assert result.returncode == 1, result.output
     [row] = json.loads(result.stdout)
     assert (row["model"], row["variant"], row["task"]) == ("vit", "tiny", "classify")
-    assert f"error: vit/tiny flops: declared 1, measured {row['flops']}; declare the measured number" in result.stderr
+    assert (f"error: vit/tiny flops: declared 1, measured {row['flops']}; rerun with --write and commit the "
+            "plugin's measurements.json") in result.stderr
     assert "params" not in result.stderr  # the other numbers agree
+
+
+UNMEASURED = '''
+import dataclasses
+
+from garden_vit import plugin as vit
+from garden.declared import Declared
+from garden.hookspecs import hookimpl
+
+GARDEN_API_VERSION = "1.0"
+DECLARED = Declared.beside(__file__)
+UNKNOWN = {"params": None, "flops": None, "flops_input": None, "file_size": None}
+TINY = dataclasses.replace(vit.VIT.variants[0], **{**UNKNOWN, **DECLARED.sizes("vit", "tiny")})
+
+
+@hookimpl
+def garden_models():
+    return [dataclasses.replace(vit.VIT, variants=(TINY,), default="tiny", results=())]
+
+
+@hookimpl
+def garden_config_dir():
+    return "pkg://garden_vit.conf"
+'''
+
+
+def test_measure_write_stores_the_sizes_beside_the_plugin_which_then_declares_them(plugin_site):
+    site, env = plugin_site
+    make_distribution(site, "garden-vit-new", "garden_vit_new", UNMEASURED)
+    env = {**env, "GARDEN_DISABLE_PLUGINS": "garden-vit"}
+    before = garden_cli("registry", "measure", "vit", env=env)
+    assert before.returncode == 1 and "vit/tiny params: declared None" in before.stderr, before.output
+    written = garden_cli("registry", "measure", "vit", "--write", env=env)
+    assert written.returncode == 0, written.output
+    assert f"wrote {site / 'measurements.json'} (vit)" in written.stderr
+    document = json.loads((site / "measurements.json").read_text())
+    sizes = document["models"]["vit"]["variants"]["tiny"]
+    assert sizes["params"] > 0 and sizes["flops_input"] == "pixel_values 1x3x32x32"
+    assert {"torch", "transformers", "cpu", "commit"} <= set(document["models"]["vit"]["measured_with"])
+    after = garden_cli("registry", "measure", "vit", "--json", env=env)
+    assert after.returncode == 0, after.output
+    assert json.loads(after.stdout)[0]["params"] == sizes["params"]
 
 
 @pytest.mark.parametrize("action", ["build", "check"])

@@ -2,7 +2,7 @@
 on garden's shipped data, its stage blocks compute exactly its forward, infer reads the user's
 sentences, Hub-format folders load, and bad input gets one clear line.
 
-Runs share one garden cache (the trained tokenizers) and stay small: tiny variants, 32 examples.
+Runs read each plugin's shipped tokenizer and stay small: tiny variants, 32 examples.
 """
 
 from __future__ import annotations
@@ -19,19 +19,7 @@ SMALL = ("preset=smoke", "weights=random", "data.limit=32", "data.eval_limit=8",
 
 
 @pytest.fixture(scope="module")
-def cache(tmp_path_factory):
-    """One tokenizer cache for every run in this module (each family trains its tokenizer once)."""
-    import os
-
-    folder = tmp_path_factory.mktemp("garden-cache")
-    old = os.environ.get("GARDEN_CACHE")
-    os.environ["GARDEN_CACHE"] = str(folder)
-    yield {"GARDEN_CACHE": str(folder)}
-    os.environ.pop("GARDEN_CACHE") if old is None else os.environ.__setitem__("GARDEN_CACHE", old)
-
-
-@pytest.fixture(scope="module")
-def trained(cache, tmp_path_factory):
+def trained(tmp_path_factory):
     """Every model x task trained for 24 steps (6 epochs of 4 batches) in this process; metrics by row."""
     import garden
 
@@ -51,7 +39,7 @@ def test_training_on_the_default_data_lowers_the_loss(trained, model, task):
 
 
 @pytest.mark.parametrize("model, task", ROWS)
-def test_stage_blocks_compute_the_forward_exactly_and_own_every_parameter(cache, model, task):
+def test_stage_blocks_compute_the_forward_exactly_and_own_every_parameter(model, task):
     import torch
 
     import garden
@@ -82,9 +70,9 @@ def test_the_model_is_sized_to_the_trained_tokenizer(trained):
 
 
 @pytest.mark.parametrize("model, task", ROWS)
-def test_a_smoke_run_from_the_command_line_passes(cli, cache, model, task):
+def test_a_smoke_run_from_the_command_line_passes(cli, model, task):
     result = cli(f"model={model}", f"task={task}", "preset=smoke", "weights=random", "trainer.max_steps=2",
-                 "data.limit=16", "data.eval_limit=8", "trainer.threads=1", env=cache)
+                 "data.limit=16", "data.eval_limit=8", "trainer.threads=1")
     assert result.returncode == 0, result.output
     assert f"{model} · {task} · train" in result.stdout
 
@@ -133,7 +121,7 @@ def test_mlm_infer_fills_the_mask_with_the_top_k_tokens(trained, tmp_path):
 @pytest.mark.parametrize("model, task, head", [("bert", "classify", "BertForSequenceClassification"),
                                                ("roberta", "mlm", "RobertaForMaskedLM"),
                                                ("deberta", "qa", "DebertaV2ForQuestionAnswering")])
-def test_a_local_hub_format_folder_loads_as_transformers_loads_it(cache, tmp_path, model, task, head):
+def test_a_local_hub_format_folder_loads_as_transformers_loads_it(tmp_path, model, task, head):
     import torch
     import transformers
 
@@ -167,16 +155,16 @@ def test_a_task_the_model_lacks_lists_its_tasks(cli):
     assert "model 'deberta' has no task 'mlm' (task=mlm); its tasks are: classify, qa" in result.stderr
 
 
-def test_a_data_file_missing_a_field_names_the_file_row_and_field(cli, cache, tmp_path):
+def test_a_data_file_missing_a_field_names_the_file_row_and_field(cli, tmp_path):
     data = tmp_path / "reviews.jsonl"
     data.write_text('{"sentence": "good", "label": 1}\n{"text": "bad", "label": 0}\n')
-    result = cli("model=bert", "task=classify", "preset=smoke", "weights=random", f"data.path={data}", env=cache)
+    result = cli("model=bert", "task=classify", "preset=smoke", "weights=random", f"data.path={data}")
     assert result.returncode == 2, result.output
     assert f"data.path={data}: row 2 has no field 'sentence' (task 'classify' needs sentence, label)" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1, result.stderr
 
 
-def test_too_long_sequences_are_truncated_with_a_note_or_refused(cache, tmp_path, capsys):
+def test_too_long_sequences_are_truncated_with_a_note_or_refused(tmp_path, capsys):
     import garden
     from garden.errors import DataError
 

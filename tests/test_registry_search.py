@@ -210,6 +210,9 @@ def broken_copy(document: dict, change) -> dict:
     (lambda m: m["commands"].pop("qa"), "models[0].commands (bert)", "differ from tasks"),
     (lambda m: m["results"].append({"task": "qa", "dataset": "SQuAD", "metrics": {}}),
      "models[0].results[0].metrics (bert)", "should be non-empty"),
+    (lambda m: m["results"].append({"task": "qa", "dataset": "SQuAD", "metrics": {"f1": 0.9}, "baseline": {
+        "name": "majority", "metric": "accuracy", "value": 0.5, "perfect": 1.0, "margin": 0.25}}),
+     "models[0].results[0].baseline.metric (bert)", "'accuracy' is not one of the result's metrics (f1)"),
 ])
 def test_registry_check_names_the_field_that_breaks_the_schema(toys, tmp_path, change, field, complaint):
     built = tmp_path / "built.json"

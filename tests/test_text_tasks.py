@@ -1,5 +1,5 @@
 """The text layer as specifications: reading the user's files, lengths, label alignment, QA spans,
-masking, entity chunks and the trained-tokenizer cache (no model runs here)."""
+masking, entity chunks and the shipped tokenizers (no model runs here)."""
 
 from __future__ import annotations
 
@@ -18,23 +18,24 @@ WORDPIECE_TEMPLATE = ("[CLS] $A [SEP]", "[CLS] $A [SEP] $B:1 [SEP]:1")
 BPE_TOKENS = {"bos_token": "<s>", "pad_token": "<pad>", "eos_token": "</s>", "unk_token": "<unk>",
               "cls_token": "<s>", "sep_token": "</s>", "mask_token": "<mask>"}
 BPE_TEMPLATE = ("<s> $A </s>", "<s> $A </s> </s> $B </s>")
+#: each family that ships a tokenizer, and the ids its special tokens have in the real checkpoints
+SHIPPED = {
+    "garden_bert.family:BERT": {"[PAD]": 0, "[UNK]": 1, "[CLS]": 2, "[SEP]": 3, "[MASK]": 4},
+    "garden_roberta.family:RoBERTa": {"<s>": 0, "<pad>": 1, "</s>": 2, "<unk>": 3, "<mask>": 4},
+    "garden_camembert.family:CamemBERT": {"<s>": 0, "<pad>": 1, "</s>": 2, "<unk>": 3, "<mask>": 4},
+    "garden_deberta.family:DeBERTa": {"[PAD]": 0, "[UNK]": 1, "[CLS]": 2, "[SEP]": 3, "[MASK]": 4},
+    "garden_bart.family:BART": {"<s>": 0, "<pad>": 1, "</s>": 2, "<unk>": 3, "<mask>": 4},
+    "garden_t5.family:T5": {"<pad>": 0, "</s>": 1, "<unk>": 2},
+    "garden_gpt2.family:GPT2": {"<|endoftext|>": 0},
+}
 
 
 @pytest.fixture(scope="module")
-def tokenizer(tmp_path_factory):
-    """A WordPiece tokenizer trained on the shipped reviews and QA text, cached in a private folder."""
-    import os
+def tokenizer():
+    """BERT's shipped WordPiece tokenizer (trained on garden's English text, lower-cased)."""
+    from garden_bert.family import BERT
 
-    from garden.text import trained_tokenizer
-
-    cache = tmp_path_factory.mktemp("cache")
-    old = os.environ.get("GARDEN_CACHE")
-    os.environ["GARDEN_CACHE"] = str(cache)
-    try:
-        yield trained_tokenizer("wordpiece", WORDPIECE_TOKENS, 600, [default_data("sst2_like.jsonl"),
-                                default_data("squad_like.json")], template=WORDPIECE_TEMPLATE, lowercase=True)
-    finally:
-        os.environ.pop("GARDEN_CACHE") if old is None else os.environ.__setitem__("GARDEN_CACHE", old)
+    return BERT().shipped_tokenizer()
 
 
 def test_a_jsonl_row_missing_a_field_names_the_file_the_row_and_the_field(tmp_path):
@@ -149,27 +150,41 @@ def test_masking_repeats_with_the_seed_and_never_masks_special_tokens():
     assert short == [-100, 7, -100]
 
 
-def test_a_trained_tokenizer_is_cached_and_reused_without_training(tmp_path, monkeypatch):
-    import garden.text as text
+@pytest.mark.parametrize("builder", SHIPPED)
+def test_each_text_family_ships_its_tokenizer_with_the_checkpoints_special_token_ids(builder, monkeypatch):
+    import pkgutil
 
-    monkeypatch.setenv("GARDEN_CACHE", str(tmp_path))
-    corpus = tmp_path / "corpus.txt"
-    corpus.write_text("the cat sat on the mat\nthe dog sat on the log\n" * 20)
-    first = text.trained_tokenizer("bpe", BPE_TOKENS, 300, [corpus], template=BPE_TEMPLATE)
-    [folder] = (tmp_path / "tokenizers").iterdir()
-    assert folder.name.startswith("bpe-") and (folder / "tokenizer.json").exists()
+    from garden.text import TokenizerRecipe
 
-    def no_training(*args, **kwargs):
-        raise AssertionError("trained again")
+    def no_training(self):
+        raise AssertionError("a run trained a tokenizer")
 
-    monkeypatch.setattr(text, "_train_into", no_training)
-    again = text.trained_tokenizer("bpe", BPE_TOKENS, 300, [corpus], template=BPE_TEMPLATE)
-    assert again("the cat")["input_ids"] == first("the cat")["input_ids"]
-    assert again.convert_ids_to_tokens(again("the cat")["input_ids"])[0] == "<s>" and again.pad_token_id == 1
-    assert getattr(again, "garden_trained", False)
-    corpus.write_text("a different corpus entirely\n" * 20)
-    with pytest.raises(AssertionError, match="trained again"):
-        text.trained_tokenizer("bpe", BPE_TOKENS, 300, [corpus], template=BPE_TEMPLATE)
+    monkeypatch.setattr(TokenizerRecipe, "train", no_training)
+    family = pkgutil.resolve_name(builder)()
+    tokenizer = family.shipped_tokenizer()
+    assert family.tokenizer_file().parent.name == builder.split(".")[0]
+    assert {t: tokenizer.convert_tokens_to_ids(t) for t in SHIPPED[builder]} == SHIPPED[builder]
+    assert getattr(tokenizer, "garden_trained", False) and len(tokenizer) <= family.tokenizer_recipe.vocab_size
+    assert tokenizer.decode(tokenizer("the cat sat", add_special_tokens=False)["input_ids"]).strip() == "the cat sat"
+
+
+def test_a_missing_shipped_tokenizer_names_the_file_and_the_tool_that_writes_it(tmp_path):
+    from garden.text import shipped_tokenizer
+
+    with pytest.raises(DataError) as err:
+        shipped_tokenizer(tmp_path / "tokenizer.json", WORDPIECE_TOKENS)
+    assert str(err.value) == (f"the shipped tokenizer {tmp_path / 'tokenizer.json'} is missing; reinstall the "
+                              "plugin, or write it with python tools/train_tokenizers.py")
+
+
+def test_a_recipe_trains_a_tokenizer_with_its_special_tokens_first_and_its_template():
+    from garden.text import TokenizerRecipe
+
+    trained = TokenizerRecipe("bpe", BPE_TOKENS, ("sst2_like.jsonl",), 300, BPE_TEMPLATE).train()
+    assert [trained.id_to_token(i) for i in range(5)] == ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
+    assert trained.get_vocab_size() == 300
+    tokens = trained.encode("a fine film").tokens
+    assert tokens[0] == "<s>" and tokens[-1] == "</s>" and len(tokens) > 2
 
 
 def test_infer_inputs_are_a_text_file_a_jsonl_file_or_the_text_itself(tmp_path):

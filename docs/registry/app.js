@@ -149,6 +149,8 @@ function resultsList(model) {
     el("ul", { class: "results" }, model.results.map((r) => el("li", {},
       el("strong", {}, Object.entries(r.metrics).map(([k, v]) => `${k} ${v}`).join(" · ")),
       ` on ${r.dataset} (${r.task}${r.variant ? `, ${r.variant}` : ""})`,
+      r.baseline ? el("span", {}, `; baseline ${r.baseline.metric} ${r.baseline.value} (${r.baseline.name})`) : null,
+      r.note ? el("span", {}, `; ${r.note}`) : null,
       r.throughput ? el("span", { class: "muted" }, ` — ${r.throughput} samples/s${r.hardware ? ` on ${r.hardware}` : ""}`) : null))));
 }
 

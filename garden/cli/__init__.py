@@ -31,7 +31,8 @@ Browse the registry:
   show NAME              everything about a model: variants, tasks, layouts, commands
   tasks [--domain D] [--json]   the tasks plugins register (garden's own too), with their plugin
   registry build|check   write / verify registry.json (the registry page's data)
-  registry measure [NAME ...] [--json]   measure each variant's params, FLOPs and file size
+  registry measure [NAME ...] [--json] [--write]   measure each variant's params, FLOPs and file
+                         size; --write stores them in each plugin's measurements.json
                          from the model itself and name the declared numbers that disagree
   push RUN_DIR org/name   upload a trained model folder to the Hub (one commit)
   plan model=M [task=T] ipu.ipus_per_replica=N [ipu.layers_per_ipu=[...]] [ipu.cost=flops] [--json]
@@ -94,10 +95,24 @@ def measure_variants(args: argparse.Namespace) -> int:
             table.add_row(m.model, m.variant, human(m.params), human(m.flops), megabytes(m.file_size),
                           "[red]differs[/]" if off[m.model, m.variant] else "[green]agrees[/]", m.input)
         Console().print(table)
+    if args.write:
+        return write_measurements(models, measured)
     problems = [problem for found in off.values() for problem in found]
     for problem in problems:
-        print(f"error: {problem}; declare the measured number on the plugin's Variant", file=sys.stderr)
+        print(f"error: {problem}; rerun with --write and commit the plugin's measurements.json", file=sys.stderr)
     return 1 if problems else 0
+
+
+def write_measurements(models: list, measured: list) -> int:
+    """Each model's sizes into measurements.json beside the plugin that contributed it."""
+    from garden.declared import write_sizes
+
+    for entry in models:
+        sizes = {m.variant: {"params": m.params, "flops": m.flops, "flops_input": m.input, "file_size": m.file_size}
+                 for m in measured if m.model == entry.name}
+        print(f"wrote {write_sizes(registry.declared_in(entry), entry.name, sizes)} ({entry.name})", file=sys.stderr)
+    print("next: python -m garden registry build", file=sys.stderr)
+    return 0
 
 
 def cmd_push(args: argparse.Namespace) -> int:
@@ -196,6 +211,7 @@ def parser() -> argparse.ArgumentParser:
     rg.add_argument("action", choices=["build", "check", "serve", "measure"])
     rg.add_argument("names", nargs="*", help="models to measure (registry measure; default all)")
     rg.add_argument("--json", action="store_true")
+    rg.add_argument("--write", action="store_true", help="registry measure: write each plugin's measurements.json")
     rg.add_argument("--path", default="registry.json")
     rg.add_argument("--port", type=port, default=8000)
     rg.set_defaults(func=cmd_registry)

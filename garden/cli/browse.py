@@ -114,6 +114,13 @@ def cmd_show(args: argparse.Namespace) -> int:
         speed = f", {r['throughput']:g} samples/s" if r.get("throughput") else ""
         console.print(f"result ({r['task']}, {r.get('variant', entry.default_variant.name)}): {metrics} "
                       f"on {r['dataset']}{speed}", highlight=False)
+        if r.get("baseline"):
+            b = r["baseline"]
+            console.print(f"  baseline: {b['metric']} {b['value']:g} ({b['name']})", highlight=False)
+        if r.get("command"):
+            console.print(f"  reproduce: {r['command']}", highlight=False)
+        if r.get("note"):
+            console.print(f"  note: {r['note']}", highlight=False)
     sources = registry.tasks()
     console.print("tasks: " + ", ".join(
         f"{t} (from {sources[t, entry.domain].plugin})" if (t, entry.domain) in sources else f"{t} (unregistered)"

@@ -1,8 +1,8 @@
 """Encoder models (BERT and its kin): one family shape, a few class attributes.
 
 They share a stage layout (embeddings -> ``encoder.layer[i]`` -> a task head) and a tokenizer
-story: a checkpoint brings its own tokenizer; without one (``weights=random``) garden trains a
-real one of the family's kind on its shipped text (cached), so a tiny model trains offline::
+story: a checkpoint brings its own tokenizer; without one (``weights=random``) the plugin's
+shipped ``tokenizer.json``, trained once on garden's text, so a tiny model trains offline::
 
     class MyEncoder(EncoderFamily):
         config_class = "MyEncoderConfig"
@@ -23,7 +23,7 @@ from typing import Any, Callable
 from garden.errors import ConfigError
 from garden.families.transformers import TransformersFamily
 from garden.hookspecs import Block, BuildSpec
-from garden.text import default_data, trained_tokenizer
+from garden.text import TokenizerRecipe
 
 def qa_logits(logits: Any) -> tuple[Any, Any]:
     """Start and end logits, split as the ``*ForQuestionAnswering`` heads split them."""
@@ -37,7 +37,7 @@ class EncoderFamily(TransformersFamily):
     preprocessor_class = "AutoTokenizer"
     #: the tensors the model reads, in the order the first stage receives them
     text_inputs: tuple[str, ...] = ("input_ids", "attention_mask")
-    #: the tokenizer garden trains when there is no checkpoint
+    #: the tokenizer shipped for models without a checkpoint (``tokenizer_recipe``)
     tokenizer_kind = "wordpiece"
     #: its special tokens by role (``PreTrainedTokenizerFast`` keyword arguments), in the order of
     #: the real checkpoints' ids so configs agree; its single and pair post-processing templates
@@ -56,13 +56,13 @@ class EncoderFamily(TransformersFamily):
     default_data: dict[str, str] = {}
     corpus = ("sst2_like.jsonl", "conll_like.jsonl", "squad_like.json", "lm_corpus.txt")
 
+    @property
+    def tokenizer_recipe(self) -> TokenizerRecipe:
+        return TokenizerRecipe(self.tokenizer_kind, self.special_tokens, self.corpus, self.tokenizer_vocab_size,
+                               self.template, self.lowercase)
+
     def default_preprocessor(self, spec: BuildSpec) -> Any:
-        config = self.config(spec)
-        return trained_tokenizer(
-            self.tokenizer_kind, self.special_tokens, min(self.tokenizer_vocab_size, config.vocab_size),
-            [default_data(name) for name in self.corpus], template=self.template, lowercase=self.lowercase,
-            model_max_length=config.max_position_embeddings - self.position_offset,
-        )
+        return self.shipped_tokenizer(self.config(spec).max_position_embeddings - self.position_offset)
 
     # -- stage layout ----------------------------------------------------------------------
 

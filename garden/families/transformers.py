@@ -12,12 +12,14 @@ preprocessor, and saves both back in Hub format::
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
 from garden import weights
 from garden.errors import WeightsError
 from garden.hookspecs import BuildSpec, ModelFamily
+from garden.text import TokenizerRecipe, shipped_tokenizer
 
 
 def transformers_class(name: str) -> Any:
@@ -52,6 +54,9 @@ class TransformersFamily(ModelFamily):
     preprocessor_class: str | None = None
     #: attention kernel: PyTorch's scaled_dot_product_attention where the model supports it
     attn_implementation: str | None = "sdpa"
+    #: how the tokenizer shipped beside the family (``tokenizer_file``) was trained, for text
+    #: models without a checkpoint; ``tools/train_tokenizers.py`` follows it
+    tokenizer_recipe: TokenizerRecipe | None = None
 
     def config(self, spec: BuildSpec) -> Any:
         """The model config: the checkpoint's, else the variant's, with the task's labels."""
@@ -152,6 +157,15 @@ class TransformersFamily(ModelFamily):
     def default_preprocessor(self, spec: BuildSpec) -> Any:
         """The preprocessor for a model without a checkpoint (random init)."""
         return preprocessor_class(self.preprocessor_class)()
+
+    def tokenizer_file(self) -> Path:
+        """``tokenizer.json`` beside the module that defines the family: each plugin ships its own."""
+        return Path(sys.modules[type(self).__module__].__file__).with_name("tokenizer.json")
+
+    def shipped_tokenizer(self, model_max_length: int = 512) -> Any:
+        """The tokenizer trained by ``tokenizer_recipe`` and shipped in ``tokenizer_file()``."""
+        return shipped_tokenizer(self.tokenizer_file(), self.tokenizer_recipe.special_tokens,
+                                 model_max_length=model_max_length)
 
     def save(self, model: Any, preprocessor: Any, folder: Path) -> None:
         model.save_pretrained(folder, safe_serialization=True)

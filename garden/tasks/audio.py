@@ -313,6 +313,7 @@ class SpeechRecognition(SpeechTask):
     name = "asr"
     metric = "wer"
     greater_is_better = False
+    perfect = 0.0
 
     def load(self, cfg: Any, preprocessor: Any) -> TaskData:
         utterances, source, _ = self.prepare(cfg, preprocessor)
@@ -372,6 +373,16 @@ class SpeechRecognition(SpeechTask):
         references = [text for batch in batches for text in batch["texts"]]
         losses = [self.loss(o, b["labels"]).item() * len(b["texts"]) for o, b in zip(outputs, batches)]
         return {**error_rates(hypotheses, references), "loss": sum(losses) / len(references)}
+
+    def baseline(self, data: TaskData) -> dict[str, Any]:
+        """WER of answering every utterance with the train split's most frequent transcript."""
+        from collections import Counter
+
+        counts = Counter(extra["text"] for _, _, extra in data.train.items)
+        most = max(sorted(counts), key=counts.__getitem__)
+        references = [extra["text"] for _, _, extra in data.eval.items]
+        return self.baseline_of("most frequent transcript of the training split, for every utterance",
+                                error_rates([most] * len(references), references)[self.metric])
 
     def predict(self, output: Any, batch: dict[str, Any], data: TaskData, top_k: int) -> list[dict]:
         rows = []

@@ -48,6 +48,8 @@ class Task:
     bf16_inference = True
     #: whether ``auto`` may pick dynamic int8 (checked against fp32 on the run's first batches)
     int8_inference = True
+    #: the best value ``metric`` can take (1 for accuracy, 0 for an error rate)
+    perfect = 1.0
 
     def __init__(self, family: Any):
         self.family = family
@@ -101,6 +103,18 @@ class Task:
         """The user's own inputs for ``mode=infer`` (``infer.inputs=path/or/glob``)."""
         raise DataError(f"task '{self.name}' does not read infer.inputs files")
 
+    def baseline(self, data: TaskData) -> dict[str, Any] | None:
+        """``metric`` on the eval split for a predictor that ignores the inputs, fitted on the train split.
+
+        A trained model's result means something only beside it (``bench/results.py`` declares
+        both), e.g. ``{"name": "majority class of the training split", "metric": "accuracy",
+        "value": 0.5083, "perfect": 1.0}``; ``None`` where the task has no baseline.
+        """
+        return None
+
+    def baseline_of(self, name: str, value: float) -> dict[str, Any]:
+        return {"name": name, "metric": self.metric, "value": value, "perfect": self.perfect}
+
 
 class Classification(Task):
     """One class per example (images, sentences, utterances, questions): cross-entropy, accuracy,
@@ -132,6 +146,16 @@ class Classification(Task):
         counts = torch.bincount(labels * n + logits.argmax(-1), minlength=n * n)
         return counts.view(n, n).tolist()
 
+    def baseline(self, data: TaskData) -> dict[str, Any]:
+        from collections import Counter
+
+        import torch
+
+        train = Counter(torch.cat([b["labels"] for b in batches(data.train, data.collate)]).tolist())
+        majority = max(sorted(train), key=train.__getitem__)
+        labels = torch.cat([b["labels"] for b in batches(data.eval, data.collate)])
+        return self.baseline_of("majority class of the training split", (labels == majority).float().mean().item())
+
     def predict(self, output: Any, batch: dict[str, Any], data: TaskData, top_k: int) -> list[dict]:
         probs = output.float().softmax(-1)
         scores, indices = probs.topk(min(top_k, probs.shape[-1]), dim=-1)
@@ -145,6 +169,11 @@ class Classification(Task):
                                   for p, j in zip(s, idx)]
             rows.append(row)
         return rows
+
+
+def batches(dataset: Sequence[Any], collate: Callable[[list[Any]], dict[str, Any]], size: int = 64) -> list[dict]:
+    """``dataset`` collated in order, ``size`` examples at a time (no loader: for a baseline's counts)."""
+    return [collate([dataset[j] for j in range(i, min(i + size, len(dataset)))]) for i in range(0, len(dataset), size)]
 
 
 def split(items: list[Any], eval_fraction: float, seed: int) -> tuple[list[Any], list[Any]]:

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from garden.errors import ConfigError, DataError
-from garden.tasks.base import Task, TaskData, limit, split
+from garden.tasks.base import Task, TaskData, batches, limit, split
 from garden.text import (
     check_fields,
     default_data,
@@ -231,6 +231,15 @@ class CausalLM(Generative):
         loss = total / max(1, count)
         return {"loss": loss, "perplexity": math.exp(min(loss, 50.0))}
 
+    def baseline(self, data: TaskData) -> dict[str, Any]:
+        """Unigram perplexity: every next token predicted by its frequency in the train split."""
+        from collections import Counter
+
+        counts, held_out = Counter(targets(data.train, data.collate, 1)), targets(data.eval, data.collate, 1)
+        seen, vocabulary = sum(counts.values()), len(self.tokenizer)
+        nll = -sum(math.log((counts[t] + 1) / (seen + vocabulary)) for t in held_out) / len(held_out)
+        return self.baseline_of("unigram model of the training split (add-one smoothing)", math.exp(nll))
+
 
 class Generate(CausalLM):
     """GPT-2's text generation: infer-first (``mode=infer``), trained as a causal LM."""
@@ -336,6 +345,14 @@ class Seq2Seq(Generative):
             right += int(((logits.argmax(-1) == labels) & (labels != IGNORE)).sum())
         return {"loss": total / max(1, count), "token_accuracy": right / max(1, count)}
 
+    def baseline(self, data: TaskData) -> dict[str, Any]:
+        """Token accuracy of predicting the train split's most frequent target token everywhere."""
+        from collections import Counter
+
+        counts, held_out = Counter(targets(data.train, data.collate)), targets(data.eval, data.collate)
+        most = max(sorted(counts), key=counts.__getitem__)
+        return self.baseline_of("most frequent target token of the training split", held_out.count(most) / len(held_out))
+
     def predict(self, output: Any, batch: dict[str, Any], data: TaskData, top_k: int) -> list[dict]:
         rows = super().predict(output, batch, data, top_k)
         for row in rows:
@@ -351,6 +368,12 @@ class Summarize(Seq2Seq):
     input_field = "document"
     default_dataset = "summaries.jsonl"
     file_fields = ("document", "summary")
+
+
+def targets(dataset: Sequence[Any], collate: Any, start: int = 0) -> list[int]:
+    """The token ids a loss scores in ``dataset`` (labels from position ``start`` on, padding left out)."""
+    return [t for batch in batches(dataset, collate) for row in batch["labels"][:, start:].tolist()
+            for t in row if t != IGNORE]
 
 
 def scores(hypothesis: str, reference: str) -> dict[str, float]:

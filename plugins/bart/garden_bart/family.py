@@ -7,6 +7,7 @@ from typing import Any
 
 from garden.families.transformers import TransformersFamily
 from garden.hookspecs import Block, BuildSpec
+from garden.text import TokenizerRecipe
 
 #: BART's special tokens in its own id order (<s>=0, <pad>=1, </s>=2, <unk>=3), for weights=random runs
 SPECIAL_TOKENS = {"bos_token": "<s>", "pad_token": "<pad>", "eos_token": "</s>", "unk_token": "<unk>",
@@ -27,13 +28,10 @@ class BART(TransformersFamily):
     preprocessor_class = "AutoTokenizer"
     #: the decoder starts from </s> (``decoder_start_token_id`` = eos)
     decoder_start_token = "eos_token"
+    tokenizer_recipe = TokenizerRecipe("bpe", SPECIAL_TOKENS, TOKENIZER_CORPUS, template=TEMPLATE)
 
     def default_preprocessor(self, spec: BuildSpec) -> Any:
-        from garden.text import default_data, trained_tokenizer
-
-        return trained_tokenizer("bpe", SPECIAL_TOKENS, 1000, [default_data(n) for n in TOKENIZER_CORPUS],
-                                 template=TEMPLATE,
-                                 model_max_length=self.config(spec).max_position_embeddings)
+        return self.shipped_tokenizer(self.config(spec).max_position_embeddings)
 
     def stage_blocks(self, model: Any, task: str) -> list[Block]:
         """Encoder and decoder as one sequence of blocks, Graphcore style.

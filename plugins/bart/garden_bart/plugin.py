@@ -1,15 +1,13 @@
 """garden plugin: BART (Lewis et al., 2019), a denoising encoder-decoder for generation and understanding."""
 
+from garden.declared import Declared
 from garden.entries import ModelEntry, Variant
 from garden.hookspecs import hookimpl
 
 GARDEN_API_VERSION = "1.0"
 
-# where bench/results.py measured the results below
-MEASURED_ON = "Intel(R) Xeon(R) Processor, 2 cores, 1 process"
-
-# what registry measure counted FLOPs on: the first example of the first task's default data
-FLOPS_INPUT = "input_ids 1x109, attention_mask 1x109"
+#: results.json (bench/results.py --write) and measurements.json (registry measure --write)
+DECLARED = Declared.beside(__file__)
 
 TINY = {"vocab_size": 1000, "d_model": 32, "encoder_layers": 2, "decoder_layers": 2, "encoder_attention_heads": 2,
         "decoder_attention_heads": 2, "encoder_ffn_dim": 64, "decoder_ffn_dim": 64, "max_position_embeddings": 256}
@@ -29,18 +27,15 @@ BART = ModelEntry(
     builder="garden_bart.family:BART",
     variants=(
         Variant("tiny",
-                params=91_392, flops=4_569_600,
-                flops_input=FLOPS_INPUT, file_size=379_408,
+                **DECLARED.sizes("bart", "tiny"),
                 config=TINY,
                 description="2+2 layers, 32 wide, 1,000-token vocabulary; for tests and smoke runs"),
         Variant("base", hub_id="facebook/bart-base", revision="aadd2ab0ae0c8268c7c9693540e9904811f36177",
-                params=139_420_416, flops=10_977_154_560,
-                flops_input=FLOPS_INPUT, file_size=557_912_620,
+                **DECLARED.sizes("bart", "base"),
                 config=BASE,
                 description="6+6 layers, 768 wide; pre-trained only (fine-tune for summaries)"),
         Variant("large", hub_id="facebook/bart-large", revision="cb48c1365bd826bd521f650dc2e0940aee54720c",
-                params=406_291_456, flops=47_508_332_544,
-                flops_input=FLOPS_INPUT, file_size=1_625_426_996,
+                **DECLARED.sizes("bart", "large"),
                 config=LARGE,
                 description="12+12 layers, 1024 wide; pre-trained only (fine-tune for summaries)"),
     ),
@@ -49,12 +44,7 @@ BART = ModelEntry(
           "and Comprehension",
     paper_url="https://arxiv.org/abs/1910.13461",
     license="apache-2.0",
-    results=(
-        {"task": "summarize", "variant": "tiny",
-         "dataset": "garden's summaries.jsonl, held-out split",
-         "metrics": {"loss": 5.2067, "token_accuracy": 0.102},
-         "throughput": 445.5, "hardware": MEASURED_ON, "source": "python bench/results.py"},
-    ),
+    results=DECLARED.results("bart"),
 )
 
 

@@ -1,15 +1,13 @@
 """garden plugin: BERT (Devlin et al., 2019), the encoder Graphcore's IPU benchmarks were built on."""
 
+from garden.declared import Declared
 from garden.entries import ModelEntry, Variant
 from garden.hookspecs import hookimpl
 
 GARDEN_API_VERSION = "1.0"
 
-# where bench/results.py measured the results below
-MEASURED_ON = "Intel(R) Xeon(R) Processor, 2 cores, 1 process"
-
-# what registry measure counted FLOPs on: the first example of the first task's default data
-FLOPS_INPUT = "input_ids 1x7, attention_mask 1x7, token_type_ids 1x7"
+#: results.json (bench/results.py --write) and measurements.json (registry measure --write)
+DECLARED = Declared.beside(__file__)
 
 TINY = {
     "vocab_size": 1000, "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2,
@@ -30,18 +28,15 @@ BERT = ModelEntry(
     builder="garden_bert.family:BERT",
     variants=(
         Variant("tiny",
-                params=58_530, flops=231_552,
-                flops_input=FLOPS_INPUT, file_size=238_512,
+                **DECLARED.sizes("bert", "tiny"),
                 config=TINY,
                 description="2 layers, 32 wide, 1k WordPiece vocabulary; for tests and smoke runs"),
         Variant("base", hub_id="google-bert/bert-base-uncased", revision="86b5e0934494bd15c9632b12f734a8a67f723594",
-                params=109_483_778, flops=1_190_267_904,
-                flops_input=FLOPS_INPUT, file_size=437_958_648,
+                **DECLARED.sizes("bert", "base"),
                 config=BASE,
                 description="12 layers, 768 wide, uncased English (BookCorpus + Wikipedia); 4 IPUs: (0, 4, 4, 4)"),
         Variant("large", hub_id="google-bert/bert-large-uncased", revision="6da4b6a26a1877e173fca3225479512db81a5e5b",
-                params=335_143_938, flops=4_229_959_680,
-                flops_input=FLOPS_INPUT, file_size=1_340_622_760,
+                **DECLARED.sizes("bert", "large"),
                 config=LARGE,
                 description="24 layers, 1024 wide, uncased English; Graphcore's 4-IPU layout: (3, 7, 7, 7)"),
     ),
@@ -50,12 +45,7 @@ BERT = ModelEntry(
     paper_url="https://arxiv.org/abs/1810.04805",
     license="apache-2.0",
     layouts={4: (0, 4, 4, 4)},
-    results=(
-        {"task": "classify", "variant": "tiny",
-         "dataset": "garden's sst2_like.jsonl, held-out split",
-         "metrics": {"accuracy": 0.8917, "loss": 0.3063},
-         "throughput": 2253.6, "hardware": MEASURED_ON, "source": "python bench/results.py"},
-    ),
+    results=DECLARED.results("bert"),
 )
 
 

@@ -1,15 +1,13 @@
 """garden plugin: DeBERTa-v3 (He et al., 2021), disentangled attention with ELECTRA-style pre-training."""
 
+from garden.declared import Declared
 from garden.entries import ModelEntry, Variant
 from garden.hookspecs import hookimpl
 
 GARDEN_API_VERSION = "1.0"
 
-# where bench/results.py measured the results below
-MEASURED_ON = "Intel(R) Xeon(R) Processor, 2 cores, 1 process"
-
-# what registry measure counted FLOPs on: the first example of the first task's default data
-FLOPS_INPUT = "input_ids 1x7, attention_mask 1x7"
+#: results.json (bench/results.py --write) and measurements.json (registry measure --write)
+DECLARED = Declared.beside(__file__)
 
 BASE = {
     "vocab_size": 128100, "hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12,
@@ -32,25 +30,18 @@ DEBERTA = ModelEntry(
     builder="garden_deberta.family:DeBERTa",
     variants=(
         Variant("tiny",
-                params=52_386, flops=883_072,
-                flops_input=FLOPS_INPUT, file_size=214_152,
+                **DECLARED.sizes("deberta", "tiny"),
                 config=TINY,
                 description="2 layers, 32 wide, 1k Unigram vocabulary, 32 relative-position buckets; for tests"),
         Variant("base", hub_id="microsoft/deberta-v3-base", revision="8ccc9b6f36199bec6961081d44eb72fb3f7353f3",
-                params=184_423_682, flops=15_819_709_440,
-                flops_input=FLOPS_INPUT, file_size=737_719_272,
+                **DECLARED.sizes("deberta", "base"),
                 config=BASE, description="12 layers, 768 wide, 128k vocabulary, English"),
     ),
     default="base",
     paper="DeBERTaV3: Improving DeBERTa using ELECTRA-Style Pre-Training with Gradient-Disentangled Embedding Sharing",
     paper_url="https://arxiv.org/abs/2111.09543",
     license="mit",
-    results=(
-        {"task": "classify", "variant": "tiny",
-         "dataset": "garden's sst2_like.jsonl, held-out split",
-         "metrics": {"accuracy": 0.8833, "loss": 0.3985},
-         "throughput": 1592.1, "hardware": MEASURED_ON, "source": "python bench/results.py"},
-    ),
+    results=DECLARED.results("deberta"),
 )
 
 

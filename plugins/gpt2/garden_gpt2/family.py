@@ -6,8 +6,9 @@ from typing import Any
 
 from garden.families.transformers import TransformersFamily
 from garden.hookspecs import Block, BuildSpec
+from garden.text import TokenizerRecipe
 
-#: GPT-2's one special token; ``weights=random`` runs train a 1,000-token BPE with it on garden's text
+#: GPT-2's one special token; ``weights=random`` runs read a 1,000-token BPE with it, trained on garden's text
 END_OF_TEXT = "<|endoftext|>"
 TOKENIZER_CORPUS = ("lm_corpus.txt", "summaries.jsonl", "sst2_like.jsonl")
 
@@ -23,6 +24,9 @@ class GPT2(TransformersFamily):
     heads = {"causal-lm": "GPT2LMHeadModel", "generate": "GPT2LMHeadModel",
              "classify": "GPT2ForSequenceClassification"}
     preprocessor_class = "AutoTokenizer"
+    tokenizer_recipe = TokenizerRecipe(
+        "bpe", {"bos_token": END_OF_TEXT, "eos_token": END_OF_TEXT, "unk_token": END_OF_TEXT, "pad_token": END_OF_TEXT},
+        TOKENIZER_CORPUS)
 
     def config(self, spec: BuildSpec) -> Any:
         """GPT-2 has no pad token: padding (and the classifier's last-token pooling) uses end-of-text."""
@@ -38,14 +42,7 @@ class GPT2(TransformersFamily):
         return tokenizer
 
     def default_preprocessor(self, spec: BuildSpec) -> Any:
-        from garden.text import default_data, trained_tokenizer
-
-        return trained_tokenizer(
-            "bpe", {"bos_token": END_OF_TEXT, "eos_token": END_OF_TEXT, "unk_token": END_OF_TEXT,
-                    "pad_token": END_OF_TEXT},
-            1000, [default_data(name) for name in TOKENIZER_CORPUS],
-            model_max_length=self.config(spec).n_positions,
-        )
+        return self.shipped_tokenizer(self.config(spec).n_positions)
 
     def stage_blocks(self, model: Any, task: str) -> list[Block]:
         """Embeddings, one block per decoder layer, then the final norm with the head.

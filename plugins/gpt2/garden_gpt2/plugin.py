@@ -1,15 +1,13 @@
 """garden plugin: GPT-2 (Radford et al., 2019), a decoder-only language model."""
 
+from garden.declared import Declared
 from garden.entries import ModelEntry, Variant
 from garden.hookspecs import hookimpl
 
 GARDEN_API_VERSION = "1.0"
 
-# where bench/results.py measured the results below
-MEASURED_ON = "Intel(R) Xeon(R) Processor, 2 cores, 1 process"
-
-# what registry measure counted FLOPs on: the first example of the first task's default data
-FLOPS_INPUT = "input_ids 1x12, attention_mask 1x12"
+#: results.json (bench/results.py --write) and measurements.json (registry measure --write)
+DECLARED = Declared.beside(__file__)
 
 # ids 0: the one special token of the tokenizer a weights=random run trains (<|endoftext|>)
 TINY = {"n_embd": 32, "n_layer": 2, "n_head": 2, "vocab_size": 1000, "n_positions": 256,
@@ -26,16 +24,13 @@ GPT2 = ModelEntry(
     builder="garden_gpt2.family:GPT2",
     variants=(
         Variant("tiny",
-                params=65_664, flops=2_803_712,
-                flops_input=FLOPS_INPUT, file_size=265_256,
+                **DECLARED.sizes("gpt2", "tiny"),
                 config=TINY, description="2 layers, 32 wide, 1,000-token vocabulary; for tests and smoke runs"),
         Variant("small", hub_id="openai-community/gpt2", revision="607a30d783dfa663caf39e06633721c8d4cfcd7e",
-                params=124_439_808, flops=6_809_843_712,
-                flops_input=FLOPS_INPUT, file_size=497_774_208,
+                **DECLARED.sizes("gpt2", "small"),
                 config=SMALL, description="124M, 12 layers, trained on WebText"),
         Variant("medium", hub_id="openai-community/gpt2-medium", revision="6dcaa7a952f72f9298047fd5137cd6e4f05f41da",
-                params=354_823_168, flops=20_781_899_776,
-                flops_input=FLOPS_INPUT, file_size=1_419_322_880,
+                **DECLARED.sizes("gpt2", "medium"),
                 config=MEDIUM,
                 description="355M, 24 layers, trained on WebText"),
     ),
@@ -45,12 +40,7 @@ GPT2 = ModelEntry(
     license="mit",
     # graphcore/examples nlp/gpt2/pytorch: GPT-2 small pre-training, embeddings and LM head on IPU 0
     layouts={4: (0, 4, 4, 4)},
-    results=(
-        {"task": "causal-lm", "variant": "tiny",
-         "dataset": "garden's lm_corpus.txt, held-out split",
-         "metrics": {"loss": 4.9692, "perplexity": 143.9113},
-         "throughput": 1242.8, "hardware": MEASURED_ON, "source": "python bench/results.py"},
-    ),
+    results=DECLARED.results("gpt2"),
 )
 
 

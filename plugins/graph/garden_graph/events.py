@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from garden.errors import DataError
-from garden.tasks.base import Task, TaskData
+from garden.tasks.base import Task, TaskData, batches
 
 STREAM = {"users": 500, "items": 500, "topics": 10, "events": 10_000, "msg_dim": 8}
 
@@ -178,6 +178,13 @@ class LinkPrediction(Task):
             "roc_auc": float(roc_auc_score(labels.numpy(), scores)),
             "loss": self.loss(logits, labels).item(),
         }
+
+    def baseline(self, data: TaskData) -> dict[str, Any]:
+        """A constant score ranks nothing: its average precision is the share of true links."""
+        import torch
+
+        labels = torch.cat([b["labels"] for b in batches(data.eval, data.collate)])
+        return self.baseline_of("one constant score for every candidate link (chance)", labels.mean().item())
 
     def predict(self, output: Any, batch: dict[str, Any], data: TaskData, top_k: int) -> list[dict]:
         scores = output.float().sigmoid().tolist()

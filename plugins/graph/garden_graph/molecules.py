@@ -104,6 +104,7 @@ class MoleculeRegression(Task):
     name = "graph-regress"
     metric = "mae"
     greater_is_better = False
+    perfect = 0.0
 
     def load(self, cfg: Any, preprocessor: Any) -> TaskData:
         import numpy as np
@@ -143,6 +144,12 @@ class MoleculeRegression(Task):
         predicted = torch.cat([o.float() for o in outputs])
         target = torch.cat([b["labels"] for b in batches])
         return {"mae": (predicted - target).abs().mean().item(), "loss": self.loss(predicted, target).item()}
+
+    def baseline(self, data: TaskData) -> dict[str, Any]:
+        """The train split's mean per atom, times each molecule's atoms: the size alone, no geometry."""
+        mean = data.info["mean"]
+        errors = [abs(mean * len(e["z"]) - e["y"]) for e in data.eval]
+        return self.baseline_of("the training mean per atom times the atom count", sum(errors) / len(errors))
 
     def predict(self, output: Any, batch: dict[str, Any], data: TaskData, top_k: int) -> list[dict]:
         (what,) = data.labels or ("target",)

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from garden.errors import DataError
-from garden.tasks.base import Task, TaskData, limit
+from garden.tasks.base import Task, TaskData, batches, limit
 
 SUFFIXES = (".npy", ".csv", ".txt")
 SBM = {"nodes": 20_000, "classes": 8, "features": 32, "degree": 10, "homophily": 0.8, "signal": 0.4}
@@ -290,6 +290,18 @@ class NodeClassification(Task):
             "accuracy": (logits[scored].argmax(-1) == labels[scored]).float().mean().item(),
             "loss": self.loss(logits, labels).item(),
         }
+
+    def baseline(self, data: TaskData) -> dict[str, Any]:
+        from collections import Counter
+
+        import torch
+
+        def labels(dataset: Any) -> list[int]:
+            return [y for y in torch.cat([b["labels"] for b in batches(dataset, data.collate)]).tolist() if y != -100]
+
+        train, held_out = Counter(labels(data.train)), labels(data.eval)
+        majority = max(sorted(train), key=train.__getitem__)
+        return self.baseline_of("majority class of the training nodes", held_out.count(majority) / len(held_out))
 
     def predict(self, output: Any, batch: dict[str, Any], data: TaskData, top_k: int) -> list[dict]:
         probs = output.float().softmax(-1)

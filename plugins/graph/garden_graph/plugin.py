@@ -5,18 +5,14 @@ event stream of 500 users and 500 items, 8-wide messages; G2 molecules), since a
 widths come from its data.
 """
 
+from garden.declared import Declared
 from garden.entries import ModelEntry, TaskEntry, Variant
 from garden.hookspecs import hookimpl
 
 GARDEN_API_VERSION = "1.0"
 
-# where bench/results.py measured the results below
-MEASURED_ON = "Intel(R) Xeon(R) Processor, 2 cores, 1 process"
-
-# what registry measure counted FLOPs on: the first example of the first task's default data
-CLUSTER_INPUT = "x 102x32, edge_index 2x336, node_ids 102"
-EVENT_INPUT = "src 1, dst 1, neg_dst 1, t 1, msg 1x8"
-MOLECULE_INPUT = "z 10, pos 10x3, batch 10"
+#: results.json (bench/results.py --write) and measurements.json (registry measure --write)
+DECLARED = Declared.beside(__file__)
 
 CLUSTER_GCN = ModelEntry(
     name="cluster_gcn",
@@ -27,13 +23,11 @@ CLUSTER_GCN = ModelEntry(
     builder="garden_graph.cluster_gcn:ClusterGCN",
     variants=(
         Variant("tiny",
-                params=3_432, flops=678_912,
-                flops_input=CLUSTER_INPUT, file_size=14_336,
+                **DECLARED.sizes("cluster_gcn", "tiny"),
                 config={"hidden": 32, "layers": 2},
                 description="2 GCN layers, 32 wide; for tests and smoke runs"),
         Variant("base",
-                params=54_792, flops=11_071_488,
-                flops_input=CLUSTER_INPUT, file_size=219_960,
+                **DECLARED.sizes("cluster_gcn", "base"),
                 config={"hidden": 128, "layers": 3},
                 description="3 GCN layers, 128 wide (+model.options.conv=sage for GraphSAGE)"),
     ),
@@ -41,12 +35,7 @@ CLUSTER_GCN = ModelEntry(
     paper="Cluster-GCN: An Efficient Algorithm for Training Deep and Large Graph Convolutional Networks",
     paper_url="https://arxiv.org/abs/1905.07953",
     license="mit",
-    results=(
-        {"task": "node-classify", "variant": "tiny",
-         "dataset": "stochastic block model (20,000 nodes, 8 blocks, 99,858 edges), 200 METIS clusters, held-out split",
-         "metrics": {"accuracy": 0.9482, "loss": 0.2109},
-         "throughput": 2080.2, "hardware": MEASURED_ON, "source": "python bench/results.py"},
-    ),
+    results=DECLARED.results("cluster_gcn"),
 )
 
 TGN = ModelEntry(
@@ -58,13 +47,11 @@ TGN = ModelEntry(
     builder="garden_graph.tgn:TGN",
     variants=(
         Variant("tiny",
-                params=5_649, flops=94_784,
-                flops_input=EVENT_INPUT, file_size=537_012,
+                **DECLARED.sizes("tgn", "tiny"),
                 config={"memory_dim": 16, "time_dim": 16, "embedding_dim": 16, "layers": 1},
                 description="16-wide memory, one attention layer; for tests and smoke runs"),
         Variant("base",
-                params=194_901, flops=3_448_400,
-                flops_input=EVENT_INPUT, file_size=1_630_100,
+                **DECLARED.sizes("tgn", "base"),
                 config={"memory_dim": 100, "time_dim": 100, "embedding_dim": 100, "layers": 1},
                 description="the paper's sizes: 100-wide memory and time encoding, one attention layer"),
     ),
@@ -72,12 +59,7 @@ TGN = ModelEntry(
     paper="Temporal Graph Networks for Deep Learning on Dynamic Graphs",
     paper_url="https://arxiv.org/abs/2006.10637",
     license="mit",
-    results=(
-        {"task": "link-predict", "variant": "tiny",
-         "dataset": "generated events (500 users, 500 items, 10,000 events), held-out split",
-         "metrics": {"average_precision": 0.7175, "roc_auc": 0.7327, "loss": 0.6174},
-         "throughput": 10408.2, "hardware": MEASURED_ON, "source": "python bench/results.py"},
-    ),
+    results=DECLARED.results("tgn"),
 )
 
 SCHNET = ModelEntry(
@@ -89,13 +71,11 @@ SCHNET = ModelEntry(
     builder="garden_graph.schnet:SchNet",
     variants=(
         Variant("tiny",
-                params=13_793, flops=790_080,
-                flops_input=MOLECULE_INPUT, file_size=57_888,
+                **DECLARED.sizes("schnet", "tiny"),
                 config={"hidden": 32, "filters": 32, "interactions": 2, "gaussians": 25},
                 description="2 interaction blocks, 32 wide; for tests and smoke runs"),
         Variant("base",
-                params=455_809, flops=30_670_080,
-                flops_input=MOLECULE_INPUT, file_size=1_830_588,
+                **DECLARED.sizes("schnet", "base"),
                 config={"hidden": 128, "filters": 128, "interactions": 6, "gaussians": 50},
                 description="the paper's sizes: 6 interaction blocks, 128 wide, 50 Gaussians"),
     ),
@@ -103,12 +83,7 @@ SCHNET = ModelEntry(
     paper="SchNet: A continuous-filter convolutional neural network for modeling quantum interactions",
     paper_url="https://arxiv.org/abs/1706.08566",
     license="mit",
-    results=(
-        {"task": "graph-regress", "variant": "tiny",
-         "dataset": "ASE G2 molecules (148), zero-point energy (kcal/mol), held-out split",
-         "metrics": {"mae": 1.0126, "loss": 1.4627},
-         "throughput": 4018.9, "hardware": MEASURED_ON, "source": "python bench/results.py"},
-    ),
+    results=DECLARED.results("schnet"),
 )
 
 

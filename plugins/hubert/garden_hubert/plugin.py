@@ -1,15 +1,13 @@
 """garden plugin: HuBERT (Hsu et al., 2021), speech recognition with CTC and audio classification."""
 
+from garden.declared import Declared
 from garden.entries import ModelEntry, Variant
 from garden.hookspecs import hookimpl
 
 GARDEN_API_VERSION = "1.0"
 
-# where bench/results.py measured the results below
-MEASURED_ON = "Intel(R) Xeon(R) Processor, 2 cores, 1 process"
-
-# what registry measure counted FLOPs on: the first example of the first task's default data
-FLOPS_INPUT = "input_values 1x8786, attention_mask 1x8786"
+#: results.json (bench/results.py --write) and measurements.json (registry measure --write)
+DECLARED = Declared.beside(__file__)
 
 #: shaped like hubert-large (layer-normed convs, pre-norm Transformer), 32 wide; SpecAugment and
 #: LayerDrop off so half-second utterances are never masked away
@@ -38,20 +36,17 @@ HUBERT = ModelEntry(
     builder="garden_hubert.family:Hubert",
     variants=(
         Variant("tiny",
-                params=40_782, flops=12_759_168,
-                flops_input=FLOPS_INPUT, file_size=171_056,
+                **DECLARED.sizes("hubert", "tiny"),
                 config=TINY,
                 description="7 conv layers 32 wide, 2 pre-norm Transformer layers 32 wide; for tests and smoke runs"),
         # the Hub's safetensors conversion of main (refs/pr/2 on dba3bb0); see docs/registry.md
         Variant("base", hub_id="facebook/hubert-base-ls960", revision="af46f65f540dc3ca7aa59f46c6c3d5dbb4374fa8",
-                params=94_396_320, flops=7_557_259_264,
-                flops_input=FLOPS_INPUT, file_size=377_610_712,
+                **DECLARED.sizes("hubert", "base"),
                 config=BASE,
                 description="self-supervised on LibriSpeech 960 h, no task head (params: the encoder)"),
         # the Hub's safetensors conversion of main (refs/pr/1 on ece5fab); see docs/registry.md
         Variant("large", hub_id="facebook/hubert-large-ls960-ft", revision="ba42e7f7a888fd65f7af7849c452e3e7d5216aad",
-                params=315_471_520, flops=19_491_282_944,
-                flops_input=FLOPS_INPUT, file_size=1_261_937_848,
+                **DECLARED.sizes("hubert", "large"),
                 config=LARGE,
                 description="self-supervised on Libri-Light 60k h, CTC fine-tuned on LibriSpeech 960 h"),
     ),
@@ -63,12 +58,7 @@ HUBERT = ModelEntry(
     # Graphcore/hubert-base-ipu says [0, 4, 4, 4] counting Transformer layers only, with the whole
     # feature encoder on IPU 0: the same placement is (7, 4, 4, 4) here (the base variant).
     layouts={4: (7, 4, 4, 4)},
-    results=(
-        {"task": "asr", "variant": "tiny",
-         "dataset": "garden speech (204 eSpeak NG utterances), held-out split",
-         "metrics": {"wer": 1.0, "cer": 0.8103, "loss": 2.4639},
-         "throughput": 130.6, "hardware": MEASURED_ON, "source": "python bench/results.py"},
-    ),
+    results=DECLARED.results("hubert"),
 )
 
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from garden.families.transformers import TransformersFamily
 from garden.hookspecs import Block, BuildSpec
+from garden.text import TokenizerRecipe
 
 #: T5's special tokens in its own id order (<pad>=0, </s>=1, <unk>=2), for weights=random runs
 SPECIAL_TOKENS = {"pad_token": "<pad>", "eos_token": "</s>", "unk_token": "<unk>"}
@@ -21,12 +22,10 @@ class T5(TransformersFamily):
     preprocessor_class = "AutoTokenizer"
     #: the decoder starts from <pad> (``decoder_start_token_id`` = pad)
     decoder_start_token = "pad_token"
+    tokenizer_recipe = TokenizerRecipe("unigram", SPECIAL_TOKENS, TOKENIZER_CORPUS, template=TEMPLATE)
 
     def default_preprocessor(self, spec: BuildSpec) -> Any:
-        from garden.text import default_data, trained_tokenizer
-
-        return trained_tokenizer("unigram", SPECIAL_TOKENS, 1000, [default_data(n) for n in TOKENIZER_CORPUS],
-                                 template=TEMPLATE)
+        return self.shipped_tokenizer()
 
     def stage_blocks(self, model: Any, task: str) -> list[Block]:
         """Encoder and decoder as one sequence of blocks, Graphcore style.

@@ -1,15 +1,13 @@
 """garden plugin: T5 (Raffel et al., 2020), every text task as text-to-text with an encoder-decoder."""
 
+from garden.declared import Declared
 from garden.entries import ModelEntry, Variant
 from garden.hookspecs import hookimpl
 
 GARDEN_API_VERSION = "1.0"
 
-# where bench/results.py measured the results below
-MEASURED_ON = "Intel(R) Xeon(R) Processor, 2 cores, 1 process"
-
-# what registry measure counted FLOPs on: the first example of the first task's default data
-FLOPS_INPUT = "input_ids 1x28, attention_mask 1x28"
+#: results.json (bench/results.py --write) and measurements.json (registry measure --write)
+DECLARED = Declared.beside(__file__)
 
 TINY = {"vocab_size": 1000, "d_model": 32, "d_ff": 64, "d_kv": 16, "num_heads": 2, "num_layers": 2,
         "num_decoder_layers": 2, "decoder_start_token_id": 0}
@@ -27,18 +25,15 @@ T5 = ModelEntry(
     builder="garden_t5.family:T5",
     variants=(
         Variant("tiny",
-                params=73_472, flops=3_246_080,
-                flops_input=FLOPS_INPUT, file_size=299_056,
+                **DECLARED.sizes("t5", "tiny"),
                 config=TINY,
                 description="2+2 layers, 32 wide, 1,000-token vocabulary; for tests and smoke runs"),
         Variant("small", hub_id="google-t5/t5-small", revision="df1b051c49625cf57a3d0d8d3863ed4d13564fe4",
-                params=60_506_624, flops=2_771_910_656,
-                flops_input=FLOPS_INPUT, file_size=242_041_896,
+                **DECLARED.sizes("t5", "small"),
                 config=SMALL,
                 description="6+6 layers, 512 wide; C4 plus supervised mixture (translates en->fr/de/ro, summarizes)"),
         Variant("base", hub_id="google-t5/t5-base", revision="a9723ea7f1b39c1eae772870f3b547bf6ef7e6c1",
-                params=222_903_552, flops=10_499_653_632,
-                flops_input=FLOPS_INPUT, file_size=891_644_712,
+                **DECLARED.sizes("t5", "base"),
                 config=BASE,
                 description="12+12 layers, 768 wide; C4 plus supervised mixture"),
     ),
@@ -46,12 +41,7 @@ T5 = ModelEntry(
     paper="Exploring the Limits of Transfer Learning with a Unified Text-to-Text Transformer",
     paper_url="https://arxiv.org/abs/1910.10683",
     license="apache-2.0",
-    results=(
-        {"task": "text2text", "variant": "tiny",
-         "dataset": "garden's translation_en_fr.jsonl, held-out split",
-         "metrics": {"loss": 5.5282, "token_accuracy": 0.1665},
-         "throughput": 738.1, "hardware": MEASURED_ON, "source": "python bench/results.py"},
-    ),
+    results=DECLARED.results("t5"),
 )
 
 

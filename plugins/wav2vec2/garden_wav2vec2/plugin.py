@@ -1,15 +1,13 @@
 """garden plugin: wav2vec 2.0 (Baevski et al., 2020), speech recognition with CTC."""
 
+from garden.declared import Declared
 from garden.entries import ModelEntry, Variant
 from garden.hookspecs import hookimpl
 
 GARDEN_API_VERSION = "1.0"
 
-# where bench/results.py measured the results below
-MEASURED_ON = "Intel(R) Xeon(R) Processor, 2 cores, 1 process"
-
-# what registry measure counted FLOPs on: the first example of the first task's default data
-FLOPS_INPUT = "input_values 1x8786, attention_mask 1x8786"
+#: results.json (bench/results.py --write) and measurements.json (registry measure --write)
+DECLARED = Declared.beside(__file__)
 
 #: 7 narrow conv layers (the full 320x downsampling, 50 frames a second), 2 Transformer layers;
 #: SpecAugment and LayerDrop off so half-second utterances are never masked away
@@ -34,13 +32,11 @@ WAV2VEC2 = ModelEntry(
     builder="garden_wav2vec2.family:Wav2Vec2",
     variants=(
         Variant("tiny",
-                params=40_174, flops=12_759_168,
-                flops_input=FLOPS_INPUT, file_size=166_536,
+                **DECLARED.sizes("wav2vec2", "tiny"),
                 config=TINY,
                 description="7 conv layers 32 wide, 2 Transformer layers 32 wide; for tests and smoke runs"),
         Variant("base", hub_id="facebook/wav2vec2-base-960h", revision="22aad52d435eb6dbaf354bdad9b0da84ce7d6156",
-                params=94_396_320, flops=7_557_259_264,
-                flops_input=FLOPS_INPUT, file_size=377_611_120,
+                **DECLARED.sizes("wav2vec2", "base"),
                 config=BASE,
                 description="self-supervised on LibriSpeech 960 h, CTC fine-tuned on its transcripts"),
     ),
@@ -52,12 +48,7 @@ WAV2VEC2 = ModelEntry(
     # 8 IPUs: Graphcore/wav2vec2-base-ipu's layers_per_ipu. 4 IPUs: Graphcore/wav2vec2-ctc-base-ipu's
     # [9, 4, 4, 4], whose list also counts the positional conv and the CTC head; the same placement here.
     layouts={8: (2, 1, 4, 3, 3, 3, 3, 0), 4: (8, 4, 4, 3)},
-    results=(
-        {"task": "asr", "variant": "tiny",
-         "dataset": "garden speech (204 eSpeak NG utterances), held-out split",
-         "metrics": {"wer": 1.0, "cer": 0.7641, "loss": 2.0771},
-         "throughput": 149.6, "hardware": MEASURED_ON, "source": "python bench/results.py"},
-    ),
+    results=DECLARED.results("wav2vec2"),
 )
 
 

@@ -1,0 +1,117 @@
+"""Declared results mean something and reproduce.
+
+Each plugin's ``results.json`` (``python bench/results.py --write``) declares its recipe's
+held-out metrics, the command that produced them, where they were measured and a baseline: what
+a predictor that ignores the inputs scores on the same split. Here every declared result must
+beat its baseline by its declared margin; every declared baseline must be what the task computes
+today; and a rerun of a recipe's command must give its declared metrics to 4 decimals.
+
+The reruns need the recorded CPU model and torch and transformers versions (floating point
+differs between CPU instruction sets and library kernels; the recipes run on one thread, so the
+core count does not matter); elsewhere they skip and say which differs. ``RERUN`` holds the
+recipes that train in well under a minute on one thread; ``python bench/results.py`` reruns all
+of them (about 15 minutes on 2 cores) and prints any that moved.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+
+import pytest
+
+from conftest import garden_cli
+
+#: the recipes rerun here; the others are the same command, only slower (bench/results.py)
+RERUN = ("bert", "roberta", "camembert", "deberta", "vit", "tgn", "schnet")
+
+
+def declared() -> list[tuple[str, dict]]:
+    from garden import registry
+
+    return [(e.name, r) for e in registry.list_models() for r in e.results]
+
+
+def ids(pairs: list[tuple[str, dict]]) -> list[str]:
+    return [f"{model}-{result['task']}" for model, result in pairs]
+
+
+DECLARED = declared()
+
+
+def gap_closed(result: dict) -> float:
+    against = result["baseline"]
+    return (result["metrics"][against["metric"]] - against["value"]) / (against["perfect"] - against["value"])
+
+
+def test_every_registered_model_declares_a_result_with_a_baseline_and_its_command():
+    from garden import registry
+
+    by_model = {model: result for model, result in DECLARED}
+    assert sorted(by_model) == sorted(e.name for e in registry.list_models())
+    for model, result in DECLARED:
+        assert result["command"].startswith(f"python -m garden model={model} task={result['task']} ")
+        assert "trainer.threads=1" in result["command"] and result["baseline"]["metric"] in result["metrics"]
+        assert {"cpu", "torch", "transformers", "garden", "commit"} <= set(result["measured_with"])
+
+
+@pytest.mark.parametrize("model, result", DECLARED, ids=ids(DECLARED))
+def test_a_declared_result_beats_its_baseline_by_its_margin(model, result):
+    against = result["baseline"]
+    assert gap_closed(result) >= against["margin"] > 0, (
+        f"{model}/{result['task']}: {against['metric']} {result['metrics'][against['metric']]} against "
+        f"{against['name']} {against['value']} closes {gap_closed(result):.0%} of the gap to {against['perfect']}, "
+        f"less than the margin {against['margin']:.0%}")
+
+
+def test_the_margin_check_fails_a_result_at_its_baseline():
+    """The check above is a real one: a result no better than its baseline, in either direction, fails it."""
+    accuracy = {"metric": "accuracy", "value": 0.5, "perfect": 1.0, "margin": 0.25}
+    wer = {"metric": "wer", "value": 0.95, "perfect": 0.0, "margin": 0.25}
+    assert gap_closed({"metrics": {"accuracy": 0.51}, "baseline": accuracy}) < 0.25
+    assert gap_closed({"metrics": {"wer": 1.0}, "baseline": wer}) < 0
+    assert gap_closed({"metrics": {"wer": 0.5}, "baseline": wer}) >= 0.25
+
+
+@pytest.mark.parametrize("model, result", DECLARED, ids=ids(DECLARED))
+def test_a_declared_baseline_is_what_the_task_computes_on_its_data(model, result):
+    import garden
+    from garden.runs import prepare
+
+    overrides = shlex.split(result["command"])[3:]
+    prepared = prepare(garden.compose(overrides))
+    found = prepared.task.baseline(prepared.data)
+    assert {k: found[k] for k in ("name", "metric", "perfect")} == {k: result["baseline"][k] for k in
+                                                                     ("name", "metric", "perfect")}
+    assert found["value"] == pytest.approx(result["baseline"]["value"], abs=1e-4)
+
+
+def differences(measured_with: dict) -> list[str]:
+    """What differs between this machine and the one a result was measured on, of what the numbers depend on."""
+    from garden.declared import cpu_model, version
+
+    here = {"cpu": cpu_model(), "torch": version("torch"), "transformers": version("transformers")}
+    return [f"{k} {here[k]!r} here, {measured_with.get(k)!r} declared" for k in here if here[k] != measured_with.get(k)]
+
+
+RERUNS = [(m, r) for m, r in DECLARED if m in RERUN]
+
+
+@pytest.mark.parametrize("model, result", RERUNS, ids=ids(RERUNS))
+def test_a_recipe_rerun_gives_its_declared_metrics_to_4_decimals(model, result, tmp_path):
+    differ = differences(result["measured_with"])
+    if differ:
+        pytest.skip(f"{model}/{result['task']} was measured elsewhere ({'; '.join(differ)}); "
+                    f"python bench/results.py {model} reruns it here")
+    argv = shlex.split(result["command"])
+    assert argv[:3] == ["python", "-m", "garden"]
+    run = garden_cli(*argv[3:], cwd=tmp_path, timeout=600)
+    assert run.returncode == 0, run.output
+    [metrics] = tmp_path.glob("outputs/*/*/metrics.json")
+    measured = json.loads(metrics.read_text())["eval"]
+    assert measured.keys() == result["metrics"].keys()
+    assert measured == pytest.approx(result["metrics"], abs=1e-4), result["command"]
+
+
+def test_rerun_names_declared_models():
+    assert set(RERUN) <= {model for model, _ in DECLARED}
