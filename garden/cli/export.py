@@ -25,10 +25,11 @@ def cmd_export(argv: list[str]) -> int:
     if fmt not in FORMATS:
         raise ConfigError(f"export needs format={'|'.join(FORMATS)}"
                           + (f" (format={fmt} is not one of them)" if fmt else "")
-                          + ", e.g. python -m garden export model=vit format=onnx weights=DIR")
+                          + ", e.g. python -m garden export model=NAME format=onnx weights=DIR")
     picked = choices(overrides)
     if "model" not in picked:
-        raise ConfigError("export needs model=NAME, e.g. python -m garden export model=vit format=onnx weights=DIR")
+        raise ConfigError("export needs model=NAME (python -m garden list shows them), e.g. "
+                          "python -m garden export model=NAME format=onnx weights=DIR")
     extra = [] if "task" in picked else [f"task={registry.get(picked['model']).tasks[0]}"]
     cfg = compose([*overrides, *extra, "mode=infer"])
     variant = registry.get(cfg.model.name).variant(cfg.model.variant).name
