@@ -37,6 +37,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 STAGES = (2, 4, 8, 16)
 TARGET = 1.10
+#: FLOPs, not time: the figures do not depend on the machine or its load (bench/report.py)
+TIMED = False
 
 
 def model_costs(name: str, variant: str):

@@ -42,8 +42,14 @@ def section(name: str, results: Path = RESULTS) -> str:
     if not path.exists():
         return f"_Not measured yet: run `python bench/{name}.py`, then `python bench/report.py`._\n"
     record = json.loads(path.read_text())
-    body = importlib.import_module(name).report(record)
-    return (f"`{record['command']}` on {machine_line(record['machine'])}\n\n{body.rstrip()}\n")
+    script = importlib.import_module(name)
+    body = script.report(record)
+    m = record["machine"]
+    loads = [x[0] for x in (m.get("load_start"), m.get("load_end")) if x]
+    busy = (f"\n\n**The load average was {max(loads):.0f} on {m['cores']} cores during this run:** other processes "
+            "had most of the CPU, so these figures are dominated by their noise; rerun on a quiet machine to judge "
+            "the goals." if loads and max(loads) > 2 * m["cores"] and getattr(script, "TIMED", True) else "")
+    return f"`{record['command']}` on {machine_line(m)}{busy}\n\n{body.rstrip()}\n"
 
 
 def render(text: str, results: Path = RESULTS) -> str:
