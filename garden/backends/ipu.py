@@ -199,21 +199,21 @@ def step_module(model: Any, blocks: list, task: Any, poptorch: Any):
     """
     import torch
 
-    def run(*inputs: Any) -> Any:
-        if task.input_names:
-            return task.forward(model, dict(zip(task.input_names, inputs)))
-        return run_blocks(model, blocks, *inputs)
-
     class Step(torch.nn.Module):
         def __init__(self) -> None:
             super().__init__()
             self.model = model
 
+        def run(self, *inputs: Any) -> Any:
+            if task.input_names:  # self.model: poptorch may run a copy of this module
+                return task.forward(self.model, dict(zip(task.input_names, inputs)))
+            return run_blocks(self.model, blocks, *inputs)
+
         def forward(self, *args):
             if not self.training:
-                return run(*args)
+                return self.run(*args)
             *inputs, target = args
-            output = run(*inputs)
+            output = self.run(*inputs)
             return output, poptorch.identity_loss(task.loss(output, target), reduction="none")
 
     return Step()
