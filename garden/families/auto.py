@@ -90,9 +90,11 @@ def heads_for(model_type: str) -> dict[str, Head]:
 
 
 def head_class_name(model_type: str, task: str) -> str:
-    """``BertForSequenceClassification``: the class transformers' Auto mapping gives ``task``."""
+    """``BertForSequenceClassification``: the class transformers' Auto mapping gives ``task`` (the
+    first where it names several, as DeiT's with and without a distillation head)."""
     head = heads_for(model_type)[task]
-    return mapping(head.mapping)[model_type]
+    found = mapping(head.mapping)[model_type]
+    return found[0] if isinstance(found, (list, tuple)) else found
 
 
 def known_model_type(model_type: str | None) -> bool:
@@ -237,6 +239,16 @@ class AutoFamily(TransformersFamily):
         check_task(spec.entry, spec.task)
         return getattr(transformers, heads_for(spec.entry.family)[spec.task].auto)
 
+    def adjust(self, config: Any, spec: BuildSpec) -> Any:
+        """As every transformers family does, and name the head where the config names none (an
+        Auto mapping with several classes for a task picks by ``architectures``)."""
+        if not getattr(config, "architectures", None) and spec.task in heads_for(spec.entry.family):
+            config.architectures = [head_class_name(spec.entry.family, spec.task)]
+        if spec.task == "classify" and getattr(config, "pad_token_id", 0) is None:  # pools the last real token
+            eos = getattr(config, "eos_token_id", None)
+            config.pad_token_id = (eos[0] if isinstance(eos, list) and eos else eos) if eos is not None else 0
+        return super().adjust(config, spec)
+
     def build(self, spec: BuildSpec) -> Any:
         """The task's Auto head, random or from ``spec.weights_dir``; PyTorch's SDPA attention
         where the architecture has it. ``model.blocks`` (the layer lists) is kept on the model."""
@@ -253,9 +265,7 @@ class AutoFamily(TransformersFamily):
 
         try:
             model = make(attn_implementation="sdpa")
-        except ValueError as err:
-            if "sdpa" not in str(err).lower():
-                raise
+        except ValueError:  # an architecture without SDPA support says so; its own attention then
             model = make()
         vars(model)["garden_blocks"] = spec.options.get("blocks")
         return model
