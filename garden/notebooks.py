@@ -177,8 +177,10 @@ garden cuts the model into pipeline stages (Optimum Graphcore's `layers_per_ipu`
 balances the cost per stage. The red bar is the bottleneck, the dashed line an even split.
 """),
         code(f"""
+# the published layout's {stages} stages fit the default variant; a smaller one is planned in 2
+stages = {stages} if variant == {entry.default_variant.name!r} else 2
 plan = garden.plan([f"model={{MODEL}}", f"task={{TASK}}", f"model.variant={{variant}}",
-                    "ipu.ipus_per_replica={stages}", "ipu.cost=params"])
+                    f"ipu.ipus_per_replica={{stages}}", "ipu.cost=params"])
 print("layers_per_ipu =", plan["layers_per_ipu"], "· bottleneck / ideal =", round(plan["bottleneck_ratio"], 3))
 plots.stage_costs(plan)
 """),
