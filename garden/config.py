@@ -80,7 +80,7 @@ class DataConfig:
 @dataclass
 class TrainerConfig:
     epochs: float = number(3.0, above=0, means="passes over the training data")
-    max_steps: Optional[int] = number(None, at_least=1, means="optimizer steps; null follows trainer.epochs")
+    max_steps: Optional[int] = number(None, at_least=0, means="optimizer steps, 0 saves the initial model; null follows trainer.epochs")
     optimizer: str = one_of("adamw", "adamw", "sgd")
     lr: float = number(5e-4, above=0, means="the learning rate")
     weight_decay: float = number(0.01, at_least=0, means="decoupled weight decay")

@@ -7,11 +7,16 @@ runs, before its author changes a line; then it is the author's to change. It ho
 tiny random variant and a Hub variant), the family with its stage layout, Hydra configs, tests
 built on :mod:`garden.testing`, a README (test, build, publish) and a trusted-publishing workflow.
 
-The files are plain templates under ``garden/templates/plugin`` (package data). ``{{key}}``
-marks a value (double braces, because Python, YAML and TOML use single ones); path parts
-``PACKAGE`` and ``MODEL`` become the import package and the model name::
+``plugin new NAME --task TASK`` adds a task of the plugin's own, registered through the
+``garden_tasks`` hook (``task.py``, ``conf/task/TASK.yaml``): image regression on the digits as
+written, for the author to make theirs.
 
-    >>> new_plugin("convnext", Path("/tmp"))                       # doctest: +SKIP
+The files are plain templates under ``garden/templates/plugin`` (and ``garden/templates/task``
+for ``--task``; package data). ``{{key}}`` marks a value (double braces, because Python, YAML and
+TOML use single ones); path parts ``PACKAGE``, ``MODEL`` and ``TASK`` become the import package,
+the model name and the task name::
+
+    >>> new_plugin("convnext", Path("/tmp"), task="ink")          # doctest: +SKIP
     PosixPath('/tmp/garden-convnext')
 """
 
@@ -30,6 +35,10 @@ from garden.plugins import discover
 
 NAME = re.compile(r"^[a-z][a-z0-9_-]*$")
 TEMPLATE = "templates/plugin"
+#: what ``--task`` adds
+TASK_TEMPLATE = "templates/task"
+#: the domain of the scaffold's model, and so of a task it brings
+DOMAIN = "vision"
 #: template path parts renamed on the way out (dot-names do not travel well as package data)
 RENAMES = {"_github": ".github", "gitignore": ".gitignore"}
 
@@ -72,6 +81,20 @@ def garden_requirement() -> str:
     return f"garden>={major}.{minor},<{major + 1}"
 
 
+def task_values(names: Names, task: str | None) -> dict[str, str]:
+    """What ``--task`` changes in the templates: the entry's tasks, the hook, the head."""
+    if task is None:
+        return {"entry_imports": "ModelEntry, Variant", "tasks": '("classify",)', "task_hook": "",
+                "task_config": "", "task_head": "", "task": "", "task_class": ""}
+    task_class = "".join(w.capitalize() for w in re.split(r"[-_]", task))
+    hook = (f'@hookimpl\ndef garden_tasks():\n    """The task this plugin brings: its name, the domain whose models run it, '
+            f'its class."""\n    return [TaskEntry("{task}", "{DOMAIN}", "{names.package}.task:{task_class}",\n'
+            f'                      "one number per image: the ink of a handwritten digit")]\n\n\n')
+    return {"entry_imports": "ModelEntry, TaskEntry, Variant", "tasks": f'("classify", "{task}")', "task_hook": hook,
+            "task_config": f", conf/task/{task}.yaml", "task_head": f', "{task}": "ConvNextForImageClassification"',
+            "task": task, "task_class": task_class}
+
+
 def values(names: Names) -> dict[str, str]:
     return {
         "name": names.model,
@@ -93,9 +116,9 @@ def render(text: str, mapping: dict[str, str], where: str) -> str:
     return text
 
 
-def templates() -> list[tuple[str, str]]:
-    """Every template file as (relative path, text), from garden's package data."""
-    root = resources.files("garden").joinpath(TEMPLATE)
+def templates(kind: str = TEMPLATE) -> list[tuple[str, str]]:
+    """Every template file of ``kind`` as (relative path, text), from garden's package data."""
+    root = resources.files("garden").joinpath(kind)
     found: list[tuple[str, str]] = []
 
     def walk(node, prefix: str) -> None:
@@ -110,24 +133,25 @@ def templates() -> list[tuple[str, str]]:
 
     walk(root, "")
     if not found:
-        raise ConfigError(f"garden's plugin templates are missing ({TEMPLATE}); reinstall garden")
+        raise ConfigError(f"garden's plugin templates are missing ({kind}); reinstall garden")
     return found
 
 
-def target_path(template: str, names: Names) -> Path:
+def target_path(template: str, names: Names, task: str | None = None) -> Path:
     parts = []
     for part in template.removesuffix(".tmpl").split("/"):
         part = RENAMES.get(part, part)
-        part = part.replace("PACKAGE", names.package).replace("MODEL", names.model)
+        part = part.replace("PACKAGE", names.package).replace("MODEL", names.model).replace("TASK", task or "TASK")
         parts.append(part)
     return Path(*parts)
 
 
-def new_plugin(name: str, directory: Path | str = ".", *, force: bool = False) -> Path:
-    """Write the package for plugin ``name`` into ``directory/garden-NAME``; returns that folder.
+def new_plugin(name: str, directory: Path | str = ".", *, force: bool = False, task: str | None = None) -> Path:
+    """Write the package for plugin ``name`` into ``directory/garden-NAME``, with a task of its own
+    called ``task`` if given; returns that folder.
 
-    Refuses a name an installed plugin already registers (the two would collide at discovery)
-    and a non-empty target folder (unless ``force``).
+    Refuses a model or task name an installed plugin already registers (the two would collide at
+    discovery) and a non-empty target folder (unless ``force``).
     """
     names = Names.of(name)
     taken = discover().entries.get(names.model)
@@ -135,12 +159,20 @@ def new_plugin(name: str, directory: Path | str = ".", *, force: bool = False) -
         raise ConfigError(
             f"model '{names.model}' is already registered by plugin '{taken.plugin}'; choose another name"
         )
+    if task is not None and not NAME.match(task):
+        raise ConfigError(f"task name '{task}' is not valid; use lower-case letters, digits, '-' and '_', "
+                          f"starting with a letter (e.g. ink-regress)")
+    registered = discover().tasks.get((task, DOMAIN)) if task else None
+    if registered is not None:
+        raise ConfigError(f"task '{task}' for {DOMAIN} models is already registered by plugin '{registered.plugin}'; "
+                          f"choose another name, or leave out --task and list it in the model's tasks")
     root = Path(directory).expanduser() / names.dist
     if root.exists() and any(root.iterdir()) and not force:
         raise ConfigError(f"{root} already exists and is not empty; choose another --dir or remove it")
-    mapping = values(names)
-    for template, text in templates():
-        path = root / target_path(template, names)
+    mapping = {**values(names), **task_values(names, task)}
+    chosen = templates() + (templates(TASK_TEMPLATE) if task else [])
+    for template, text in chosen:
+        path = root / target_path(template, names, task)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(render(text, mapping, template), encoding="utf-8")
     return root

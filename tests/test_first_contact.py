@@ -45,8 +45,8 @@ MATRIX = [
     (("model=SchNet", "task=graph-regress"), {"GARDEN_PLUGINS": "garden-vit"}, REFUSED,
      "model 'SchNet' is unavailable: plugin garden-graph is not among GARDEN_PLUGINS=garden-vit"),
     (("model=vit", "task=classify", "trainer.max_steps=-5"), {}, REFUSED,
-     "trainer.max_steps=-5 is out of range (optimizer steps; null follows trainer.epochs); give a whole number of "
-     "at least 1 (or null)"),
+     "trainer.max_steps=-5 is out of range (optimizer steps, 0 saves the initial model; null follows "
+     "trainer.epochs); give a whole number of at least 0 (or null)"),
     (("model=vit", "task=classify", "data.batch_size=0"), {}, REFUSED,
      "data.batch_size=0 is out of range (examples per training step); give a whole number of at least 1"),
     (("model=vit", "task=classify", "data.batch_size=-3"), {}, REFUSED, "data.batch_size=-3 is out of range"),

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import Result
+from conftest import Result, garden_cli
 
 NAME = "demo"
 DIST = "garden-demo"
@@ -159,3 +159,27 @@ def test_plugin_new_will_not_write_over_a_folder_in_use(tmp_path):
     (tmp_path / "garden-fresh" / "keep.txt").write_text("mine")
     with pytest.raises(ConfigError, match="already exists and is not empty"):
         new_plugin("fresh", tmp_path)
+
+
+@pytest.mark.slow
+def test_plugin_new_with_a_task_brings_its_own_task_that_keeps_the_contract_and_trains(tmp_path, plugin_site):
+    from garden.scaffold import new_plugin
+
+    root = new_plugin("inky", tmp_path, task="ink")
+    assert {"garden_inky/task.py", "garden_inky/conf/task/ink.yaml"} <= {str(p.relative_to(root)) for p in
+                                                                       root.rglob("*")}
+    site, env = plugin_site
+    info = site / "garden_inky-0.1.0.dist-info"  # installed by hand: the package on the path, its entry point
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: garden-inky\nVersion: 0.1.0\n")
+    (info / "entry_points.txt").write_text("[garden.plugins]\ninky = garden_inky.plugin\n")
+    env = {"PYTHONPATH": os.pathsep.join([env["PYTHONPATH"], str(root)])}
+    tasks = json.loads(garden_cli("tasks", "--json", env=env).stdout)
+    assert {"name": "ink", "domain": "vision", "plugin": "garden-inky", "models": ["inky"]}.items() <= \
+        next(t for t in tasks if t["name"] == "ink").items()
+    checked = garden_cli("plugin", "check", "garden-inky", env=env)
+    assert checked.returncode == 0 and "inky/ink: weights saved and reloaded" in checked.stdout, checked.output
+    run = garden_cli("model=inky", "task=ink", "preset=smoke", "trainer.max_steps=3", "hydra.run.dir=run",
+                     cwd=tmp_path, env=env)
+    assert run.returncode == 0, run.output
+    assert "mae" in json.loads((tmp_path / "run" / "metrics.json").read_text())["eval"]

@@ -47,7 +47,8 @@ Browse the registry:
 
 Plugins (docs/plugins.md):
   plugins [--json]       installed plugins: distribution, version, API, models, tasks, hooks, status
-  plugin new NAME [--dir DIR]   write a publishable plugin package (DIR/garden-NAME)
+  plugin new NAME [--dir DIR] [--task TASK]   write a publishable plugin package (DIR/garden-NAME),
+                         with a task of its own (garden_tasks) if --task names one
   plugin check NAME [--json]    check an installed plugin (distribution or model) against the contract
 
 Run a model (Hydra overrides; -m/--multirun sweeps comma lists):
@@ -131,11 +132,11 @@ def cmd_push(args: argparse.Namespace) -> int:
 
 
 def cmd_plugin(args: argparse.Namespace) -> int:
-    """``plugin new NAME [--dir DIR]`` and ``plugin check NAME [--json]``."""
+    """``plugin new NAME [--dir DIR] [--task TASK]`` and ``plugin check NAME [--json]``."""
     if args.action == "new":
         from garden.scaffold import Names, files, new_plugin
 
-        root = new_plugin(args.name, args.dir, force=args.force)
+        root = new_plugin(args.name, args.dir, force=args.force, task=args.task)
         names = Names.of(args.name)
         print(f"wrote {root}:")
         for f in files(root):
@@ -228,6 +229,7 @@ def parser() -> argparse.ArgumentParser:
     pg.add_argument("name")
     pg.add_argument("--dir", default=".")
     pg.add_argument("--force", action="store_true")
+    pg.add_argument("--task")
     pg.add_argument("--json", action="store_true")
     pg.set_defaults(func=cmd_plugin)
     return p
