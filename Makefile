@@ -9,7 +9,14 @@ PY := $(VENV)/bin/python
 PLUGINS := $(sort $(dir $(wildcard plugins/*/pyproject.toml)))
 RUN_ARGS ?= model=vit task=classify model.variant=tiny
 
-.PHONY: venv run test registry clean
+# The Poplar SDK's stack (constraints-sdk.txt): torch 2.0.1 and transformers 4.29.2 in a second venv.
+SDK_VENV ?= .venv-sdk
+SDK_PY := $(SDK_VENV)/bin/python
+SDK_PLUGINS := $(filter-out plugins/graph/,$(PLUGINS))
+# What an IPU run imports, checked for Python 3.8 (the SDK's) by vermin
+SDK_SOURCES := garden $(addsuffix garden_*,$(SDK_PLUGINS)) tests/fake_poptorch
+
+.PHONY: venv run test registry clean venv-sdk test-sdk check-py38
 
 venv: $(VENV)/.installed
 
@@ -29,8 +36,27 @@ run: venv
 test: venv
 	$(PY) -m pytest -q
 
+venv-sdk: $(SDK_VENV)/.installed
+
+# torch 2.0.1 first (numpy<2 with it), then garden and the transformers plugins without their
+# dev extras, at the versions of constraints-sdk.txt.
+$(SDK_VENV)/.installed: pyproject.toml constraints-sdk.txt $(addsuffix pyproject.toml,$(SDK_PLUGINS)) Makefile
+	test -x $(SDK_PY) || $(PYTHON) -m venv $(SDK_VENV)
+	$(SDK_PY) -m pip install --quiet --disable-pip-version-check -c constraints-sdk.txt torch numpy
+	$(SDK_PY) -m pip install --quiet --disable-pip-version-check -c constraints-sdk.txt pytest pytest-timeout vermin \
+		-e . $(addprefix -e ,$(SDK_PLUGINS))
+	touch $@
+
+# The IPU tests and a smoke run of each seed transformer family on the SDK's stack.
+test-sdk: venv-sdk check-py38
+	GARDEN_SDK_SMOKE=1 $(SDK_PY) -m pytest -q -p no:cacheprovider tests/test_sdk_stack.py tests/test_fake_poptorch.py \
+		tests/test_ipu_backend.py tests/test_ipu_config.py
+
+check-py38: venv-sdk
+	$(SDK_VENV)/bin/vermin -t=3.8- --violations --no-tips $(SDK_SOURCES)
+
 registry: venv
 	$(PY) -m garden registry build
 
 clean:
-	rm -rf $(VENV) outputs multirun
+	rm -rf $(VENV) $(SDK_VENV) outputs multirun

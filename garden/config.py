@@ -15,6 +15,7 @@ from typing import Any, Dict, List, Optional
 from omegaconf import MISSING
 
 from garden import registry
+from garden.compat import strip_prefix
 from garden.errors import ConfigError
 from garden.plugins import discover
 
@@ -318,7 +319,7 @@ def explain(err: Exception) -> str:
     head = lines[0] if lines else type(err).__name__
     cause = err.__cause__ or err.__context__
     if head.startswith("Error merging override") and cause is not None:
-        override = head.removeprefix("Error merging override").strip()
+        override = strip_prefix(head, "Error merging override").strip()
         detail = str(cause).strip().splitlines()[0]
         return f"bad value {override}: {detail}"
     if head.startswith("Could not override"):

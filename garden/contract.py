@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
 from garden.backends.pipeline import stage_module
+from garden.compat import strip_prefix
 from garden.config import compose as compose_config
 from garden.errors import PluginError
 from garden.partition.plan import plan_for
@@ -180,7 +181,7 @@ def _schema(entry: Any) -> str:
     problems = pin_problems(entry) or validate_registry(document)
     if problems:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-        raise PluginError(problems[0].removeprefix("models[0] ") + more)
+        raise PluginError(strip_prefix(problems[0], "models[0] ") + more)
     return f"{len(entry.variants)} variants, tasks {', '.join(entry.tasks)}"
 
 

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import pluggy
 
+
 if TYPE_CHECKING:  # pragma: no cover - types only
     import torch
 
@@ -140,6 +141,9 @@ class ModelFamily:
     #: task's class otherwise comes from the plugins' ``garden_tasks``, by its name and the model's
     #: domain (which must register every task the model lists either way, for its config)
     tasks: dict[str, str] = {}
+    #: why the family's models cannot run with backend=ipu (``None``: they can), said in one line
+    #: when a run asks for IPUs, e.g. ``"its ops need PopTorch Geometric's fixed-size batches"``
+    ipu_unsupported: str | None = None
 
     def build(self, spec: BuildSpec) -> "torch.nn.Module":
         """Return the model for ``spec``: random init, or from ``spec.weights_dir``."""

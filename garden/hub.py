@@ -30,6 +30,7 @@ from fnmatch import fnmatch
 from pathlib import Path
 from typing import Iterable
 
+from garden.compat import strip_prefix
 from garden.entries import COMMIT_HASH, ModelEntry, Variant
 from garden.errors import WeightsError
 
@@ -99,7 +100,7 @@ def parse_hub_source(source: str) -> tuple[str, str]:
     """``hub:org/name[@revision]`` -> ``(repo_id, revision)``; no revision means ``main``."""
     from huggingface_hub.utils import HFValidationError, validate_repo_id
 
-    repo_id, _, revision = source.removeprefix("hub:").partition("@")
+    repo_id, _, revision = strip_prefix(source, "hub:").partition("@")
     try:
         validate_repo_id(repo_id)
     except HFValidationError:

@@ -19,6 +19,7 @@ import math
 from pathlib import Path
 from typing import Any, Sequence
 
+from garden.compat import strip_prefix
 from garden.files import write_atomic
 
 #: the fill of an ordinary bar, and of the bottleneck's (RGB hex)
@@ -82,7 +83,7 @@ def eval_curves(records: Sequence[dict[str, Any]], title: str = "") -> Any | Non
     for ax, key in zip(axes, keys):
         points = [(r["step"], r[key]) for r in evals if isinstance(r.get(key), (int, float))]
         ax.plot([p[0] for p in points], [p[1] for p in points], color=LINE, marker="o", linewidth=1.2)
-        ax.set_ylabel(key.removeprefix("eval_"))
+        ax.set_ylabel(strip_prefix(key, "eval_"))
         ax.grid(alpha=0.3)
     axes[-1].set_xlabel("step")
     axes[0].set_title(title or "evaluation")

@@ -24,11 +24,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from importlib import resources
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from garden import __version__
+from garden.compat import package_files, strip_prefix
 from garden.errors import ConfigError
 from garden.hookspecs import API_VERSION
 from garden.plugins import discover
@@ -57,7 +57,7 @@ class Names:
     def of(cls, name: str) -> "Names":
         model = name.strip().lower()
         for prefix in ("garden-", "garden_"):
-            model = model.removeprefix(prefix)
+            model = strip_prefix(model, prefix)
         if not NAME.match(model):
             raise ConfigError(
                 f"plugin name '{name}' is not a valid model name; use lower-case letters, digits, '-' "
@@ -118,7 +118,7 @@ def render(text: str, mapping: dict[str, str], where: str) -> str:
 
 def templates(kind: str = TEMPLATE) -> list[tuple[str, str]]:
     """Every template file of ``kind`` as (relative path, text), from garden's package data."""
-    root = resources.files("garden").joinpath(kind)
+    root = package_files("garden").joinpath(kind)
     found: list[tuple[str, str]] = []
 
     def walk(node, prefix: str) -> None:
@@ -139,7 +139,7 @@ def templates(kind: str = TEMPLATE) -> list[tuple[str, str]]:
 
 def target_path(template: str, names: Names, task: str | None = None) -> Path:
     parts = []
-    for part in template.removesuffix(".tmpl").split("/"):
+    for part in (template[: -len(".tmpl")] if template.endswith(".tmpl") else template).split("/"):
         part = RENAMES.get(part, part)
         part = part.replace("PACKAGE", names.package).replace("MODEL", names.model).replace("TASK", task or "TASK")
         parts.append(part)

@@ -15,14 +15,15 @@ from __future__ import annotations
 
 import functools
 import json
-from importlib import resources
 from typing import Any, Iterable, Iterator
+
+from garden.compat import package_files
 
 
 @functools.lru_cache(maxsize=1)
 def registry_schema() -> dict[str, Any]:
     """The JSON Schema ``registry.json`` follows, read once from garden's package data."""
-    return json.loads(resources.files("garden").joinpath("registry.schema.json").read_text(encoding="utf-8"))
+    return json.loads(package_files("garden").joinpath("registry.schema.json").read_text(encoding="utf-8"))
 
 
 def json_path(parts: Iterable[Any]) -> str:

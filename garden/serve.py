@@ -21,6 +21,7 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from io import BytesIO
 from pathlib import Path
 
+from garden.compat import strip_prefix
 from garden.errors import ConfigError
 
 PAGE_DIR = Path(__file__).resolve().parents[1] / "docs" / "registry"
@@ -56,7 +57,7 @@ def launch_url(path: str, template: str | None = None) -> str | None:
 
 def launch_label(template: str) -> str:
     """``Colab``, ``Binder``, ... for the template's host, else the host itself."""
-    host = (urlparse(template).hostname or template).removeprefix("www.")
+    host = strip_prefix(urlparse(template).hostname or template, "www.")
     return HOSTS.get(host, host)
 
 

@@ -28,7 +28,7 @@ ALPHABET = [chr(c) for c in range(33, 127)]
 
 def default_data(name: str) -> Path:
     """The path of a dataset shipped with garden (``garden/tasks/data/<name>``)."""
-    from importlib.resources import files
+    from garden.compat import package_files as files
 
     path = Path(str(files("garden.tasks") / "data" / name))
     if not path.exists():

@@ -18,6 +18,8 @@ from conftest import ROOT
 from equivalence import SGD_STEPS, assert_same_steps, mutation_env, read_run, step_mismatches
 
 FAKE = ROOT / "tests" / "fake_poptorch"
+#: the module's runs (a dozen garden subprocesses, six at a time) are set up by its first test
+pytestmark = pytest.mark.timeout(1800)
 ONE_STEP = ("model=vit", "task=classify", "preset=smoke", "weights=random", "trainer.max_steps=1", *SGD_STEPS,
             "trainer.lr=0.1", "trainer.eval=false", "data.batch_size=8")
 #: 2 IPUs pipeline training over 3 stages (2 forward, 1 backward): poptorch needs >= 3 micro-batches
@@ -69,7 +71,7 @@ def start(where: Path, *args: str, env: dict | None = None) -> subprocess.Popen:
 
 
 def finish(proc: subprocess.Popen) -> tuple[int, str]:
-    out, err = proc.communicate(timeout=300)
+    out, err = proc.communicate(timeout=900)
     return proc.returncode, out + err
 
 
@@ -84,29 +86,37 @@ def calls(log: list[dict], name: str, options: int | None = None) -> list[dict]:
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
-    """Every subprocess this module needs, started together (each is mostly Python start-up)."""
+    """Every subprocess this module needs, six at a time (each is mostly Python start-up)."""
     base = tmp_path_factory.mktemp("ipu")
     cache = base / "cache"
-    procs = {
-        "initial": start(base / "initial", *ONE_STEP, "backend=local", "trainer.max_steps=0"),
-        "local": start(base / "local", *ONE_STEP, "backend=local"),
-        "ipu": start(base / "ipu", *ONE_STEP, *ON_IPUS, "ipu.recompute_checkpoint_every_layer=true",
-                     "ipu.matmul_proportion=[0.1,0.3]", f"ipu.executable_cache_dir={cache}",
-                     env=with_fake(base / "ipu.json")),
-        "summed": start(base / "summed", *ONE_STEP, *ON_IPUS,
-                        env=with_fake(base / "summed.json", mutation_env(base / "site", SUMMED))),
-        "infer_auto_fake": start(base / "infer_fake", *INFER, "backend=auto", "ipu.layers_per_ipu=[1,1,1,1]",
-                                 env=with_fake(base / "infer.json", ipus=4)),
-        "infer_auto_plain": start(base / "infer_plain", *INFER, "backend=auto"),
-        "infer_auto_no_ipus": start(base / "infer_no_ipus", *INFER, "backend=auto",
-                                    env=with_fake(base / "no_ipus.json", ipus=0)),
-        "missing": start(base / "missing", *ONE_STEP, "backend=ipu"),
-        "other_torch": start(base / "other_torch", *ONE_STEP, "backend=ipu",
-                             env=with_fake(base / "other.json", torch="2.0.1")),
-        "shallow": start(base / "shallow", *ONE_STEP, "backend=ipu", "ipu.layers_per_ipu=[-1,-1]",
-                         "ipu.gradient_accumulation_steps=2", env=with_fake(base / "shallow.json")),
+    specs = {
+        "initial": (base / "initial", (*ONE_STEP, "backend=local", "trainer.max_steps=0"), None),
+        "local": (base / "local", (*ONE_STEP, "backend=local"), None),
+        "ipu": (base / "ipu", (*ONE_STEP, *ON_IPUS, "ipu.recompute_checkpoint_every_layer=true",
+                                "ipu.matmul_proportion=[0.1,0.3]", f"ipu.executable_cache_dir={cache}"),
+                with_fake(base / "ipu.json")),
+        "summed": (base / "summed", (*ONE_STEP, *ON_IPUS),
+                   with_fake(base / "summed.json", mutation_env(base / "site", SUMMED))),
+        "infer_auto_fake": (base / "infer_fake", (*INFER, "backend=auto", "ipu.layers_per_ipu=[1,1,1,1]"),
+                            with_fake(base / "infer.json", ipus=4)),
+        "infer_auto_plain": (base / "infer_plain", (*INFER, "backend=auto"), None),
+        "infer_auto_no_ipus": (base / "infer_no_ipus", (*INFER, "backend=auto"), with_fake(base / "no_ipus.json")),
+        "missing": (base / "missing", (*ONE_STEP, "backend=ipu"), None),
+        "other_torch": (base / "other_torch", (*ONE_STEP, "backend=ipu"), with_fake(base / "other.json", torch="2.0.1")),
+        "text": (base / "text", ("model=bert", "task=classify", "preset=smoke", "weights=random", "backend=ipu",
+                                 "ipu.layers_per_ipu=[-1,-1]", "ipu.gradient_accumulation_steps=4",
+                                 "data.batch_size=4", "trainer.max_steps=3", "data.limit=24", "data.eval_limit=8"),
+                 with_fake(base / "text.json")),
+        "graph": (base / "graph", ("model=cluster_gcn", "task=node-classify", "preset=smoke", "backend=ipu"),
+                  with_fake(base / "graph.json")),
+        "shallow": (base / "shallow", (*ONE_STEP, "backend=ipu", "ipu.layers_per_ipu=[-1,-1]",
+                                       "ipu.gradient_accumulation_steps=2"), with_fake(base / "shallow.json")),
     }
-    results = {name: finish(proc) for name, proc in procs.items()}
+    results: dict = {}
+    names = list(specs)
+    for wave in range(0, len(names), 6):
+        procs = {name: start(specs[name][0], *specs[name][1], env=specs[name][2]) for name in names[wave:wave + 6]}
+        results.update({name: finish(proc) for name, proc in procs.items()})
     return base, results
 
 
@@ -136,6 +146,43 @@ def test_too_few_accumulation_steps_for_the_pipeline_is_one_line_and_exit_2(runs
     assert code == 2, output
     [line] = [ln for ln in output.splitlines() if "gradient_accumulation_steps" in ln]
     assert "3 pipeline stages" in line and "ipu.gradient_accumulation_steps=3" in line
+
+
+def test_text_batches_keep_one_shape_so_poptorch_runs_them(runs):
+    """poptorch refuses a shape it was not compiled for; text padded to each batch's longest
+    sequence changes shape from batch to batch, so backend=ipu pads to the data's longest."""
+    base, results = runs
+    code, output = results["text"]
+    assert code == 0, output
+    log = log_of(base, "text.json")
+    assert len(calls(log, "compile")) == 2  # one training and one inference program, each compiled once
+    assert json.loads((run_folder(base / "text") / "metrics.json").read_text())["steps"] == 3
+
+
+def test_fixed_shapes_pad_each_key_with_its_own_value():
+    import torch
+
+    from garden.backends.ipu import FixedShapes
+
+    def collate(examples):
+        width = max(len(e) for e in examples)
+        return {"input_ids": torch.tensor([e + [7] * (width - len(e)) for e in examples]),
+                "labels": torch.tensor([e + [-100] * (width - len(e)) for e in examples]),
+                "pixel_values": torch.zeros(len(examples), 3)}
+
+    collate.pads = {"input_ids": 7}
+    fixed = FixedShapes(collate, [[[1, 2, 3, 4, 5], [1]], [[2, 2]]], chunk=1)
+    batch = fixed([[1, 2]])
+    assert batch["input_ids"].tolist() == [[1, 2, 7, 7, 7]] and batch["labels"].tolist() == [[1, 2, -100, -100, -100]]
+    assert batch["pixel_values"].shape == (1, 3)
+
+
+def test_graph_models_refuse_ipus_with_the_reason(runs):
+    """PopTorch Geometric compiles fixed-size batches on the PyG it pins; garden_graph says so."""
+    code, output = runs[1]["graph"]
+    assert code == 2, output
+    [line] = [ln for ln in output.splitlines() if "backend=ipu" in ln]
+    assert "PopTorch Geometric" in line and "backend=local" in line
 
 
 def test_backend_auto_picks_ipus_only_when_poptorch_imports_and_ipus_are_there(runs):

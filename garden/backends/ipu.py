@@ -369,6 +369,9 @@ class IPUBackend(Backend):
     steps_optimizer = True
 
     def __init__(self, prepared: Any):
+        refused = getattr(prepared.family, "ipu_unsupported", None)
+        if refused:
+            raise BackendError(f"model '{prepared.entry.name}' does not run with backend=ipu: {refused}")
         self.poptorch = import_poptorch()
         self.prepared, self.task, cfg = prepared, prepared.task, prepared.cfg
         self.ipu = optimum_ipu_config(cfg.ipu, prepared.entry.name)

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 from typing import NoReturn
 
+from garden.compat import strip_prefix
 from garden import registry
 from garden.cli.browse import cmd_list, cmd_plugins, cmd_search, cmd_show, cmd_tasks, human, megabytes, print_json
 from garden.cli.browse import cmd_registry as browse_registry
@@ -164,7 +165,7 @@ class Parser(argparse.ArgumentParser):
     """argparse, with its usage errors as one line (exit 2) instead of the whole usage text."""
 
     def error(self, message: str) -> NoReturn:
-        command = self.prog.removeprefix("python -m garden").strip()
+        command = strip_prefix(self.prog, "python -m garden").strip()
         print(f"error: {command + ': ' if command else ''}{message}; python -m garden --help shows usage",
               file=sys.stderr)
         raise SystemExit(2)

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from garden import registry
+from garden.compat import strip_prefix
 from garden.plugins import discover
 
 
@@ -197,6 +198,6 @@ def cmd_plugins(args: argparse.Namespace) -> int:
     for p in plugins:
         status = f"[{colour.get(p.status, 'white')}]{p.status}[/]" + (f": {p.error}" if p.error else "")
         table.add_row(p.distribution, p.version, p.api_version or "-", ", ".join(p.models) or "-",
-                      ", ".join(p.tasks) or "-", ", ".join(h.removeprefix("garden_") for h in p.hooks) or "-", status)
+                      ", ".join(p.tasks) or "-", ", ".join(strip_prefix(h, "garden_") for h in p.hooks) or "-", status)
     Console().print(table)
     return 0

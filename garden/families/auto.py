@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import functools
 import json
-import pkgutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from garden.compat import resolve_name
 from garden.entries import COMMIT_HASH, ModelEntry, Variant
 from garden.errors import ConfigError, UnknownTaskError, WeightsError
 from garden.families.transformers import TransformersFamily
@@ -351,7 +351,7 @@ class AutoFamily(TransformersFamily):
         """Blocks found by introspection and cut by pipelining's tracer (``model.blocks`` picks the lists)."""
         from garden.families.traced import traced_blocks
 
-        task_object = pkgutil.resolve_name(self.tasks[task])(self)
+        task_object = resolve_name(self.tasks[task])(self)
         return traced_blocks(model, task_object, probe_inputs(model, task_object, self.processor),
                              vars(model).get("garden_blocks"))
 

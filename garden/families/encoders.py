@@ -81,14 +81,13 @@ class EncoderFamily(TransformersFamily):
         return Block("embeddings", "embedding", (f"{base}.embeddings",), run)
 
     def layer_block(self, model: Any, i: int) -> Block:
-        from transformers.masking_utils import create_bidirectional_mask
+        from garden.families.compat import bidirectional_mask, layer_output
 
         base = self.base
 
         def run(m: Any, hidden: Any, attention_mask: Any) -> tuple:
-            mask = create_bidirectional_mask(config=m.config, inputs_embeds=hidden, attention_mask=attention_mask)
-            out = getattr(m, base).encoder.layer[i](hidden, mask)
-            return (out[0] if isinstance(out, tuple) else out), attention_mask
+            mask = bidirectional_mask(m.config, hidden, attention_mask)
+            return layer_output(getattr(m, base).encoder.layer[i](hidden, mask)), attention_mask
 
         return Block(f"layer.{i}", "layer", (f"{base}.encoder.layer.{i}",), run)
 

@@ -33,12 +33,15 @@ def _hidden(output: Any) -> Any:
     return output[0] if isinstance(output, tuple) else output
 
 
-def encoder_blocks(model: Any, base: str) -> list[Block]:
-    """Conv layers (one "layer" block each), the feature projection, then the Transformer layers.
+def encoder_blocks(model: Any, base: str, counts_feature_encoder: bool = True) -> list[Block]:
+    """Conv layers, the feature projection with the positional embedding, then the Transformer
+    layers; the conv layers and the projection count as layers when ``counts_feature_encoder``
+    (optimum's wav2vec2 CTC pipeline), else only the Transformer layers do (optimum's HuBERT).
 
     Carry: ``(waveform, sample mask)`` through the conv layers, then ``(hidden, frame mask)``;
-    ``base`` is the head's attribute holding the encoder (``SpeechEncoderFamily.base``).
+    ``base`` is the attribute holding the encoder (``wav2vec2``, ``hubert``).
     """
+    counted = "layer" if counts_feature_encoder else "embedding"
     core = getattr(model, base)
     config = core.config
     if getattr(config, "add_adapter", False):
@@ -50,7 +53,7 @@ def encoder_blocks(model: Any, base: str) -> list[Block]:
         def run(m: Any, x: Any, mask: Any) -> tuple:
             return (getattr(m, base).feature_extractor.conv_layers[i](x[:, None] if i == 0 else x), mask)
 
-        return Block(f"conv.{i}", "layer", (f"{base}.feature_extractor.conv_layers.{i}",), run)
+        return Block(f"conv.{i}", counted, (f"{base}.feature_extractor.conv_layers.{i}",), run)
 
     def project(m: Any, x: Any, mask: Any) -> tuple:
         core = getattr(m, base)
@@ -65,10 +68,10 @@ def encoder_blocks(model: Any, base: str) -> list[Block]:
 
     def layer_block(i: int) -> Block:
         def run(m: Any, hidden: Any, frames: Any) -> tuple:
-            from transformers.masking_utils import create_bidirectional_mask
+            from garden.families.compat import bidirectional_mask
 
             core = getattr(m, base)
-            bias = create_bidirectional_mask(config=core.config, inputs_embeds=hidden, attention_mask=frames)
+            bias = bidirectional_mask(core.config, hidden, frames)
             return (_hidden(core.encoder.layers[i](hidden, attention_mask=bias)), frames)
 
         return Block(f"layer.{i}", "layer", (f"{base}.encoder.layers.{i}",), run)
@@ -80,13 +83,14 @@ def encoder_blocks(model: Any, base: str) -> list[Block]:
         projection.append(f"{base}.masked_spec_embed")
     return [
         *[conv_block(i) for i in range(len(core.feature_extractor.conv_layers))],
-        Block("feature_projection", "embedding", tuple(projection), project),
+        Block("feature_projection", counted, tuple(projection), project),
         *[layer_block(i) for i in range(len(core.encoder.layers))],
     ]
 
 
-def head_block(model: Any, base: str, task: str) -> Block:
-    """The CTC head (``asr``: logits and frame counts) or the pooled classifier (``audio-classify``)."""
+def head_block(model: Any, base: str, task: str, counted: bool = False) -> Block:
+    """The CTC head (``asr``: logits and frame counts) or the pooled classifier (``audio-classify``);
+    a layer of the layout when ``counted`` (optimum's wav2vec2 CTC head)."""
     stable = getattr(model, base).config.do_stable_layer_norm
     final_norm = (f"{base}.encoder.layer_norm",) if stable else ()
 
@@ -97,7 +101,7 @@ def head_block(model: Any, base: str, task: str) -> Block:
         def ctc(m: Any, hidden: Any, frames: Any) -> tuple:
             return (m.lm_head(m.dropout(encoded(m, hidden))), frames.sum(-1))
 
-        return Block("head", "head", (*final_norm, "lm_head"), ctc)
+        return Block("head", "layer" if counted else "head", (*final_norm, "lm_head"), ctc)
     if getattr(model.config, "use_weighted_layer_sum", False):
         raise ConfigError(f"{base} with config.use_weighted_layer_sum=True has no stage layout in garden; "
                           f"set it to false or use backend=local")
@@ -111,6 +115,11 @@ def head_block(model: Any, base: str, task: str) -> Block:
 
 class SpeechEncoderFamily(TransformersFamily):
     """A speech model in the wav2vec 2.0 shape; a plugin names its classes and ``base``."""
+
+    #: whether layers_per_ipu counts the conv layers, the positional embedding and the CTC head
+    #: too (optimum's PipelinedWav2Vec2ForCTC: 21 for base) or the Transformer layers only
+    #: (optimum's pipelined HuBERT, its feature encoder on IPU 0)
+    counts_feature_encoder: bool = True
 
     #: the head's attribute holding the encoder model
     base: str
@@ -158,4 +167,5 @@ class SpeechEncoderFamily(TransformersFamily):
                                                                 word_delimiter_token="|")
 
     def stage_blocks(self, model: Any, task: str) -> list[Block]:
-        return [*encoder_blocks(model, self.base), head_block(model, self.base, task)]
+        counts = self.counts_feature_encoder
+        return [*encoder_blocks(model, self.base, counts), head_block(model, self.base, task, counted=counts)]

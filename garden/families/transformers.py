@@ -18,6 +18,7 @@ from typing import Any
 
 from garden import weights
 from garden.errors import WeightsError
+from garden.families.compat import attention_kwargs
 from garden.hookspecs import BuildSpec, ModelFamily
 from garden.text import TokenizerRecipe, shipped_tokenizer
 
@@ -108,7 +109,7 @@ class TransformersFamily(ModelFamily):
     def build(self, spec: BuildSpec) -> Any:
         head = transformers_class(self.heads[spec.task])
         config = self.config(spec)
-        kwargs = {"attn_implementation": self.attn_implementation} if self.attn_implementation else {}
+        kwargs = attention_kwargs(self.attn_implementation)
         if spec.weights_dir is None:
             return head._from_config(config, **kwargs)
         return self.load(head, config, spec, **kwargs)

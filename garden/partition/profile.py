@@ -46,7 +46,8 @@ def _unique_params(model: Any, block: Block, seen: set[int]) -> int:
 def profile_blocks(model: Any, blocks: Sequence[Block], inputs: tuple, *, timed: bool = False) -> list[BlockProfile]:
     """Carry ``inputs`` (one batch) through ``blocks`` and measure each block per sample."""
     import torch
-    from torch.utils.flop_counter import FlopCounterMode
+
+    from garden.families.compat import flop_counter
 
     batch = next((t.shape[0] for t in inputs if hasattr(t, "shape") and t.dim() > 0), 1)
     seen: set[int] = set()
@@ -55,7 +56,7 @@ def profile_blocks(model: Any, blocks: Sequence[Block], inputs: tuple, *, timed:
     model.eval()
     with torch.no_grad():
         for block in blocks:
-            counter = FlopCounterMode(display=False)
+            counter = flop_counter()
             with counter:
                 out = block.run(model, *carry)
             seconds = 0.0

@@ -18,6 +18,7 @@ from typing import Any
 
 from rich.progress import Progress
 
+from garden.compat import strip_prefix
 from garden.backends import plans
 from garden.backends.base import Backend
 from garden.console import console, duration, progress
@@ -422,7 +423,7 @@ def evaluated_at(state: checkpoint.Position, details: dict[str, Any]) -> dict[st
     the final evaluation would see the same weights and give the same numbers (and ``details``,
     its confusion matrix), at the cost of another pass."""
     last = state.history[-1] if state.history else {}
-    metrics = {k.removeprefix("eval_"): v for k, v in last.items() if k.startswith("eval_")}
+    metrics = {strip_prefix(k, "eval_"): v for k, v in last.items() if k.startswith("eval_")}
     return metrics if metrics and last.get("steps") == state.step and "confusion" in details else None
 
 

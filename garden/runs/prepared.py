@@ -9,12 +9,12 @@ the task, the weights and the data; and :func:`load_model`, the same resolution 
 from __future__ import annotations
 
 import dataclasses
-import pkgutil
 from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Any
 
 from garden import hub, registry
+from garden.compat import resolve_name
 from garden.entries import COMMIT_HASH, ModelEntry, Variant
 from garden.errors import ConfigError, WeightsError, reading
 from garden.families import auto
@@ -67,7 +67,7 @@ def weights_source(entry: ModelEntry, source: str) -> str:
 def family_of(entry: ModelEntry) -> ModelFamily:
     """The ModelFamily that builds ``entry`` (imported now, not at discovery)."""
     try:
-        cls = pkgutil.resolve_name(entry.builder)
+        cls = resolve_name(entry.builder)
     except (ImportError, AttributeError, ValueError) as err:
         raise ConfigError(
             f"plugin '{entry.plugin}' names builder '{entry.builder}' for model '{entry.name}', "
@@ -82,7 +82,7 @@ def task_of(entry: ModelEntry, family: ModelFamily, name: str) -> Task:
     registered = registry.task_entry(entry, name)
     path = family.tasks.get(name) or registered.builder
     try:
-        cls = pkgutil.resolve_name(path)
+        cls = resolve_name(path)
     except (ImportError, AttributeError, ValueError) as err:
         source = f"the family of model '{entry.name}'" if name in family.tasks else f"plugin {registered.plugin}"
         raise ConfigError(f"task '{name}' names class '{path}' ({source}), which does not import ({err}); "

@@ -49,7 +49,7 @@ def say_note(note: str) -> None:
 
 
 def default_speech() -> Path:
-    from importlib.resources import files
+    from garden.compat import package_files as files
 
     return Path(str(files("garden.tasks") / "data" / "speech"))
 

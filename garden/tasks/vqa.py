@@ -29,7 +29,7 @@ PROJECTION_SEED = 20240611
 
 
 def default_vqa() -> Path:
-    from importlib.resources import files
+    from garden.compat import package_files as files
 
     return Path(str(files("garden.tasks") / "data" / "vqa"))
 

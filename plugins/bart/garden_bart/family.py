@@ -16,12 +16,6 @@ TEMPLATE = ("<s> $A </s>", "<s> $A </s> </s> $B </s>")
 TOKENIZER_CORPUS = ("summaries.jsonl", "lm_corpus.txt", "sst2_like.jsonl")
 
 
-def positions(h: Any) -> Any:
-    import torch
-
-    return torch.arange(h.shape[1], device=h.device)
-
-
 class BART(TransformersFamily):
     config_class = "BartConfig"
     heads = {"summarize": "BartForConditionalGeneration", "classify": "BartForSequenceClassification"}
@@ -43,7 +37,7 @@ class BART(TransformersFamily):
         token ids, whose last </s> picks the sentence representation. The LM head is tied to
         the shared embeddings.
         """
-        from transformers.masking_utils import create_bidirectional_mask, create_causal_mask
+        from garden.families.compat import bidirectional_mask, call_layer, causal_mask, layer_output
         from transformers.models.bart.modeling_bart import shift_tokens_right
 
         classify = task == "classify"
@@ -69,15 +63,14 @@ class BART(TransformersFamily):
         def encoder_block(i: int) -> Block:
             def run(m: Any, h: Any, attention_mask: Any, *rest: Any) -> tuple:
                 enc = m.model.encoder
-                mask = create_bidirectional_mask(config=enc.config, inputs_embeds=h, attention_mask=attention_mask)
-                return (enc.layers[i](h, mask), attention_mask, *rest)
+                mask = bidirectional_mask(enc.config, h, attention_mask)
+                return (call_layer(enc.layers[i], h, mask, layer_head_mask=None), attention_mask, *rest)
 
             return Block(f"encoder.layer.{i}", "layer", (f"{prefix}encoder.layers.{i}",), run)
 
         def decoder_embed(m: Any, enc_h: Any, attention_mask: Any, tokens: Any, *rest: Any) -> tuple:
             dec = m.model.decoder
-            pos = positions(tokens)
-            h = dec.layernorm_embedding(tokens + dec.embed_positions(None, 0, position_ids=pos))
+            h = dec.layernorm_embedding(tokens + dec.embed_positions(tokens[:, :, -1]))
             return (enc_h, attention_mask, _dropout(h, dec.dropout, dec.training), *rest)
 
         def decoder_block(i: int) -> Block:
@@ -86,10 +79,9 @@ class BART(TransformersFamily):
 
                 dec = m.model.decoder
                 ones = torch.ones(h.shape[:2], device=h.device)
-                self_mask = create_causal_mask(config=dec.config, inputs_embeds=h, attention_mask=ones, cache=None)
-                cross_mask = create_bidirectional_mask(config=dec.config, inputs_embeds=h,
-                                                       attention_mask=attention_mask, encoder_hidden_states=enc_h)
-                h = dec.layers[i](h, self_mask, enc_h, encoder_attention_mask=cross_mask, use_cache=False)
+                self_mask = causal_mask(dec.config, h, ones, cache=None)
+                cross_mask = bidirectional_mask(dec.config, h, attention_mask, encoder_hidden_states=enc_h)
+                h = layer_output(dec.layers[i](h, self_mask, enc_h, encoder_attention_mask=cross_mask, use_cache=False))
                 return (enc_h, attention_mask, h, *rest)
 
             return Block(f"decoder.layer.{i}", "layer", (f"{prefix}decoder.layers.{i}",), run)

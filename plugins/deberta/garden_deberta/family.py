@@ -40,9 +40,11 @@ class DeBERTa(EncoderFamily):
 
     def layer_block(self, model: Any, i: int) -> Block:
         def run(m: Any, hidden: Any, attention_mask: Any, relative: Any) -> tuple:
+            from garden.families.compat import layer_output
+
             encoder = m.deberta.encoder
-            out, _ = encoder.layer[i](hidden, encoder.get_attention_mask(attention_mask),
-                                      relative_pos=encoder.get_rel_pos(hidden), rel_embeddings=relative[0])
+            out = layer_output(encoder.layer[i](hidden, encoder.get_attention_mask(attention_mask),
+                                                relative_pos=encoder.get_rel_pos(hidden), rel_embeddings=relative[0]))
             if i == 0 and encoder.conv is not None:
                 out = encoder.conv(hidden, out, attention_mask)
             return out, attention_mask, relative

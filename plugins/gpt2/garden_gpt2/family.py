@@ -52,7 +52,7 @@ class GPT2(TransformersFamily):
         (each layer rebuilds the causal mask from it); classification also carries the token
         ids, which pick each row's last real token.
         """
-        from transformers.masking_utils import create_causal_mask
+        from garden.families.compat import call_layer, causal_mask
 
         classify = task == "classify"
 
@@ -64,9 +64,8 @@ class GPT2(TransformersFamily):
         def layer_block(i: int) -> Block:
             def run(m: Any, h: Any, attention_mask: Any, *rest: Any) -> tuple:
                 pos = positions(h)
-                mask = create_causal_mask(config=m.transformer.config, inputs_embeds=h, attention_mask=attention_mask,
-                                          cache=None, position_ids=pos)
-                return (m.transformer.h[i](h, None, mask, None, position_ids=pos), attention_mask, *rest)
+                mask = causal_mask(m.transformer.config, h, attention_mask, cache=None, position_ids=pos)
+                return (call_layer(m.transformer.h[i], h, attention_mask=mask, position_ids=pos), attention_mask, *rest)
 
             return Block(f"layer.{i}", "layer", (f"transformer.h.{i}",), run)
 

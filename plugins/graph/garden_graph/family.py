@@ -18,6 +18,14 @@ from garden.hookspecs import BuildSpec, ModelFamily
 
 
 class GraphFamily(ModelFamily):
+    #: PopTorch Geometric (the Poplar SDK's PyG, poptorch/poptorch_geometric) runs PyG models on IPUs
+    #: only with batches padded to fixed node and edge counts (FixedSizeDataLoader) on the PyG it
+    #: pins (requirements.txt: pyg-nightly 2.4.0.dev20230606 with torch-scatter/-sparse/-cluster
+    #: built for torch 2.0.1); garden_graph needs torch-geometric 2.8 and batches whole ClusterGCN
+    #: partitions, TGN event windows with a stateful memory and SchNet radius graphs of varying size.
+    ipu_unsupported = ("garden_graph's models need torch-geometric 2.8 and variable-size graph batches, while "
+                       "PopTorch Geometric (SDK 3.4) pins PyG 2.4.0.dev and compiles fixed-size batches; "
+                       "use backend=local or backend=pipeline")
     #: the config keys the network's constructor takes, each with its default
     defaults: dict[str, Any] = {}
 

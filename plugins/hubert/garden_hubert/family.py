@@ -17,3 +17,4 @@ class Hubert(SpeechEncoderFamily):
     feature_extractor_class = "Wav2Vec2FeatureExtractor"
     ctc_tokenizer_class = "Wav2Vec2CTCTokenizer"
     processor_class = "Wav2Vec2Processor"
+    counts_feature_encoder = False  # optimum's HuBERT: layers_per_ipu counts Transformer layers only

@@ -54,10 +54,9 @@ HUBERT = ModelEntry(
     paper="HuBERT: Self-Supervised Speech Representation Learning by Masked Prediction of Hidden Units",
     paper_url="https://arxiv.org/abs/2106.07447",
     license="apache-2.0",
-    # Layers are the 7 conv layers then the Transformer layers, as garden's wav2vec2 counts them.
-    # Graphcore/hubert-base-ipu says [0, 4, 4, 4] counting Transformer layers only, with the whole
-    # feature encoder on IPU 0: the same placement is (7, 4, 4, 4) here (the base variant).
-    layouts={4: (7, 4, 4, 4)},
+    # Layers are the Transformer layers, as optimum-graphcore's pipelined HuBERT counts them (the
+    # feature encoder stays on IPU 0, the head on the last IPU): Graphcore/hubert-base-ipu's list.
+    layouts={4: (0, 4, 4, 4)},
     results=DECLARED.results("hubert"),
 )
 

@@ -37,7 +37,7 @@ class T5(TransformersFamily):
         final norm travels with its last layer; the decoder's with the LM head, which is tied
         to the shared embeddings when the config ties them (T5 v1.0).
         """
-        from transformers.masking_utils import create_bidirectional_mask, create_causal_mask
+        from garden.families.compat import bidirectional_mask, causal_mask, scales_decoder_outputs
 
         n_encoder, n_decoder = len(model.encoder.block), len(model.decoder.block)
 
@@ -48,8 +48,8 @@ class T5(TransformersFamily):
         def encoder_block(i: int) -> Block:
             def run(m: Any, h: Any, attention_mask: Any, decoder_h: Any, *bias: Any) -> tuple:
                 enc = m.encoder
-                mask = create_bidirectional_mask(config=enc.config, inputs_embeds=h, attention_mask=attention_mask)
-                h, position_bias, _ = enc.block[i](h, mask, bias[0] if bias else None)
+                mask = bidirectional_mask(enc.config, h, attention_mask)
+                h, position_bias = enc.block[i](h, mask, bias[0] if bias else None)[:2]
                 if i == n_encoder - 1:
                     return (enc.dropout(enc.final_layer_norm(h)), attention_mask, decoder_h)
                 return (h, attention_mask, decoder_h, position_bias)
@@ -60,17 +60,16 @@ class T5(TransformersFamily):
         def decoder_block(i: int) -> Block:
             def run(m: Any, enc_h: Any, attention_mask: Any, h: Any, *bias: Any) -> tuple:
                 dec = m.decoder
-                self_mask = create_causal_mask(config=dec.config, inputs_embeds=h, attention_mask=None, cache=None)
-                cross_mask = create_bidirectional_mask(config=dec.config, inputs_embeds=h,
-                                                       attention_mask=attention_mask, encoder_hidden_states=enc_h)
-                h, position_bias, _ = dec.block[i](h, self_mask, bias[0] if bias else None, enc_h, cross_mask, None)
+                self_mask = causal_mask(dec.config, h, None, cache=None)
+                cross_mask = bidirectional_mask(dec.config, h, attention_mask, encoder_hidden_states=enc_h)
+                h, position_bias = dec.block[i](h, self_mask, bias[0] if bias else None, enc_h, cross_mask, None)[:2]
                 return (enc_h, attention_mask, h, position_bias)
 
             return Block(f"decoder.layer.{i}", "layer", (f"decoder.block.{i}",), run)
 
         def lm_head(m: Any, enc_h: Any, attention_mask: Any, h: Any, position_bias: Any) -> tuple:
             h = m.decoder.dropout(m.decoder.final_layer_norm(h))
-            if m.config.scale_decoder_outputs:
+            if scales_decoder_outputs(m.config):
                 h = h * (m.model_dim**-0.5)
             return (m.lm_head(h),)
 

@@ -44,10 +44,10 @@ WAV2VEC2 = ModelEntry(
     paper="wav2vec 2.0: A Framework for Self-Supervised Learning of Speech Representations",
     paper_url="https://arxiv.org/abs/2006.11477",
     license="apache-2.0",
-    # Layers are the 7 conv layers then the 12 Transformer layers (19), as Graphcore counts them.
-    # 8 IPUs: Graphcore/wav2vec2-base-ipu's layers_per_ipu. 4 IPUs: Graphcore/wav2vec2-ctc-base-ipu's
-    # [9, 4, 4, 4], whose list also counts the positional conv and the CTC head; the same placement here.
-    layouts={8: (2, 1, 4, 3, 3, 3, 3, 0), 4: (8, 4, 4, 3)},
+    # Layers are the 7 conv layers, the positional embedding, the 12 Transformer layers and the CTC
+    # head (21), as optimum-graphcore's PipelinedWav2Vec2ForCTC counts them: Graphcore/wav2vec2-ctc-
+    # base-ipu's list. (Graphcore/wav2vec2-base-ipu's 8-IPU list is for pre-training, another head.)
+    layouts={4: (9, 4, 4, 4)},
     results=DECLARED.results("wav2vec2"),
 )
 

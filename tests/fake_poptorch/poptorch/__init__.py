@@ -441,18 +441,15 @@ def identity_loss(x: torch.Tensor, reduction: str) -> torch.Tensor:
 
 
 def _independent_losses(losses: List[torch.Tensor]) -> List[torch.Tensor]:
-    """The losses no later loss is computed from (poptorch removes those that are)."""
+    """The losses no other loss is computed from (poptorch removes those that are)."""
     used = set()
-    for loss in losses:
-        todo, seen = [loss.grad_fn], set()
-        while todo:
-            fn = todo.pop()
-            if fn is None or id(fn) in seen:
-                continue
-            seen.add(id(fn))
-            used.update(id(other.grad_fn) for other in losses if other is not loss and other.grad_fn is fn)
-            todo.extend(next_fn for next_fn, _ in fn.next_functions)
-    return [loss for loss in losses if loss.grad_fn is None or id(loss.grad_fn) not in used]
+    for i, loss in enumerate(losses):
+        others = [j for j, other in enumerate(losses) if j != i and other.requires_grad and loss.requires_grad]
+        if not others:
+            continue
+        grads = torch.autograd.grad(loss.sum(), [losses[j] for j in others], retain_graph=True, allow_unused=True)
+        used.update(j for j, grad in zip(others, grads) if grad is not None)
+    return [loss for i, loss in enumerate(losses) if i not in used]
 
 
 # --- executors ------------------------------------------------------------------------------------
@@ -474,6 +471,12 @@ def _combine(outputs: list, mode: OutputMode):
     if mode is OutputMode.Sum:
         return torch.stack(outputs).sum(0)
     return torch.stack(outputs) if first.dim() == 0 else torch.cat(outputs)
+
+
+def _detached(output: Any) -> Any:
+    if isinstance(output, (tuple, list)):
+        return type(output)(_detached(x) for x in output)
+    return output.detach() if isinstance(output, torch.Tensor) else output
 
 
 def _signature(args: tuple) -> List[Any]:
@@ -751,8 +754,7 @@ class PoplarExecutor:
                 raise Error("Couldn't find a loss in graph!")
             [loss] = _independent_losses(list(_losses))
             (loss.float() * scaling / (per_update if mean else 1)).backward()
-            outputs.append(output.detach() if isinstance(output, torch.Tensor)
-                           else type(output)(x.detach() for x in output))
+            outputs.append(_detached(output))
             if len(outputs) % per_update == 0:
                 for p in params:
                     if p.grad is not None:
