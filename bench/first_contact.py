@@ -145,9 +145,11 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="2 rounds, 5 steps, no evaluation")
     p.add_argument("--steps", type=int, default=None, help="ViT-base steps to time (default 8, quick 5)")
+    p.add_argument("--rounds", type=int, default=None, help="start-up rounds (default 5, quick 2)")
     add_save_options(p)
     args = p.parse_args()
-    rounds, steps = (2, args.steps or 5) if args.quick else (5, args.steps or 8)
+    rounds, steps = (2, 5) if args.quick else (5, 8)
+    rounds, steps = args.rounds or rounds, args.steps or steps
     header("first contact: the first line on screen, and the headline command's cost")
     import torch  # noqa: F401  (for the machine record: the threads a run here gets by default)
 
