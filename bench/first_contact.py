@@ -74,7 +74,9 @@ def startup(rounds: int) -> dict[str, list[float]]:
         names = list(commands)
         for name in names[r % len(names):] + names[: r % len(names)]:
             argv, until = commands[name]
-            lines, _ = timed_lines(argv, until=until)
+            lines, code = timed_lines(argv, until=until)
+            if not lines:  # killed before it printed anything (by memory pressure on a shared machine)
+                raise SystemExit(f"{name}: exited {code} without a line; run the benchmark again")
             times[name].append(round(lines[0][0], 3))
             if until is not None:
                 times["tiny run: header (torch, data and model loaded)"].append(
