@@ -16,7 +16,7 @@ SDK_PLUGINS := $(filter-out plugins/graph/,$(PLUGINS))
 # What an IPU run imports, checked for Python 3.8 (the SDK's) by vermin
 SDK_SOURCES := garden $(addsuffix garden_*,$(SDK_PLUGINS)) tests/fake_poptorch
 
-.PHONY: venv run test registry clean venv-sdk test-sdk check-py38
+.PHONY: venv run test registry coverage clean venv-sdk test-sdk check-py38
 
 venv: $(VENV)/.installed
 
@@ -57,6 +57,12 @@ check-py38: venv-sdk
 
 registry: venv
 	$(PY) -m garden registry build
+
+# Every architecture of transformers' Auto mappings for garden's tasks, checked with no plugin
+# (model=hf:...): hours of CPU, so niced and resumable (a rerun skips what coverage-results.jsonl
+# holds); writes coverage.json and docs/coverage.md. COVERAGE_ARGS=--tasks asr for one task.
+coverage: venv
+	nice -n 19 $(PY) -m garden coverage $(COVERAGE_ARGS)
 
 clean:
 	rm -rf $(VENV) $(SDK_VENV) outputs multirun

@@ -193,7 +193,8 @@ def step_module(model: Any, blocks: list, task: Any, poptorch: Any):
     a task without input names (graphs, VQA) runs the blocks in order.
 
     poptorch differentiates what the forward marks as the loss: in training mode the forward takes
-    the task's inputs followed by the target and returns ``(output, loss)``; in eval mode it takes
+    the task's inputs followed by the target and returns the output's tensors followed by the loss
+    (``(logits, loss)``, or ``(logits, frames, loss)`` for CTC: poptorch's outputs are flat); in eval mode it takes
     the inputs and returns the output. One module serves both, so poptorch's training and
     inference models wrap the same host model and share its weights.
     """
@@ -214,7 +215,8 @@ def step_module(model: Any, blocks: list, task: Any, poptorch: Any):
                 return self.run(*args)
             *inputs, target = args
             output = self.run(*inputs)
-            return output, poptorch.identity_loss(task.loss(output, target), reduction="none")
+            loss = poptorch.identity_loss(task.loss(output, target), reduction="none")
+            return (*output, loss) if isinstance(output, tuple) else (output, loss)  # flat: poptorch's outputs
 
     return Step()
 
@@ -525,7 +527,7 @@ class IPUBackend(Backend):
         self.step.train()
         model = self._compiled_model(True)
         self._follow_lr(model)
-        _, loss = model(*self._inputs(inputs), target)
+        *_, loss = model(*self._inputs(inputs), target)
         return loss.detach().float().mean()
 
     def forward(self, batch: dict[str, Any]):

@@ -39,6 +39,8 @@ Browse the registry:
   plan model=M [task=T] ipu.ipus_per_replica=N [ipu.layers_per_ipu=[...]] [ipu.cost=flops] [--json]
                          [--plot[=PNG]]
                          the pipeline-stage plan: blocks, params, FLOPs, memory per stage
+  coverage [--tasks T,...] [--types A,...]   which of transformers' architectures run with no plugin
+                         (model=hf:...): checks them, writes coverage.json and docs/coverage.md
   registry serve [--port N]  the registry page on http://127.0.0.1:N (default 8000)
   notebook model=M [task=T] [variant=V] [--out PATH]   a tutorial notebook for one entry
   notebook --builtin [--out DIR]   every built-in entry's notebook (notebooks/, docs/notebooks.md)
@@ -256,6 +258,10 @@ def main(argv: list[str] | None = None) -> int:
             from garden.cli.plan import cmd_plan  # builds the model: torch
 
             return cmd_plan(argv[1:])
+        if argv[0] == "coverage":
+            from garden.coverage import main as coverage  # builds every architecture: torch
+
+            return coverage(argv[1:])
         if argv[0] == "export":
             from garden.cli.export import cmd_export  # builds the model: torch, an exporter
 

@@ -244,6 +244,8 @@ class AutoFamily(TransformersFamily):
         Auto mapping with several classes for a task picks by ``architectures``)."""
         if not getattr(config, "architectures", None) and spec.task in heads_for(spec.entry.family):
             config.architectures = [head_class_name(spec.entry.family, spec.task)]
+        if getattr(config, "is_encoder_decoder", False) and getattr(config, "decoder_start_token_id", None) is None:
+            config.decoder_start_token_id = getattr(config, "pad_token_id", None) or 0  # T5's classifier shifts right
         if spec.task == "classify" and getattr(config, "pad_token_id", 0) is None:  # pools the last real token
             eos = getattr(config, "eos_token_id", None)
             config.pad_token_id = (eos[0] if isinstance(eos, list) and eos else eos) if eos is not None else 0
@@ -265,8 +267,8 @@ class AutoFamily(TransformersFamily):
 
         try:
             model = make(attn_implementation="sdpa")
-        except ValueError:  # an architecture without SDPA support says so; its own attention then
-            model = make()
+        except ValueError:  # an architecture without SDPA support says so (the config keeps the request)
+            model = make(attn_implementation="eager")
         vars(model)["garden_blocks"] = spec.options.get("blocks")
         return model
 
@@ -376,13 +378,20 @@ def probe_inputs(model: Any, task: Any, processor: Any = None, batch: int = 2, l
     values: dict[str, Any] = {}
     audio = speech_features(task, processor, config, batch) if task.input_names and any(
         n in ("input_values", "input_features") for n in task.input_names) else {}
+    vocab = int(getattr(text, "vocab_size", None) or 100)
+    special = {v for k in ("pad_token_id", "bos_token_id", "eos_token_id", "decoder_start_token_id")
+               for v in ([getattr(text, k, None)] if not isinstance(getattr(text, k, None), list) else getattr(text, k))
+               if isinstance(v, int)}
+    eos = getattr(text, "eos_token_id", None)
+    eos = eos[0] if isinstance(eos, list) and eos else eos
     for name in task.input_names:
         if name in audio:
             values[name] = audio[name]
         elif name in ("input_ids", "decoder_input_ids"):
-            vocab = int(getattr(text, "vocab_size", None) or 100)
-            values[name] = torch.randint(min(4, vocab - 1), vocab, (batch, length if name == "input_ids" else length - 2),
-                                         generator=generator)
+            ids = torch.randint(min(4, vocab - 1), vocab, (batch, length if name == "input_ids" else length - 2),
+                                generator=generator)
+            ids[torch.isin(ids, torch.tensor(sorted(special) or [-1]))] = min(4, vocab - 1)
+            values[name] = ids
         elif name == "token_type_ids":
             values[name] = torch.zeros(batch, length, dtype=torch.long)
         elif name == "attention_mask":
@@ -390,6 +399,8 @@ def probe_inputs(model: Any, task: Any, processor: Any = None, batch: int = 2, l
             mask = torch.ones(batch, width, dtype=torch.long)
             mask[-1, width - max(1, width // 4):] = 0
             values[name] = mask
+            if "input_ids" in values and isinstance(eos, int):  # each text ends as a tokenizer ends it
+                values["input_ids"][torch.arange(batch), mask.sum(-1) - 1] = eos
         elif name == "pixel_values":
             size = image_size(config)
             values[name] = torch.randn(batch, int(getattr(config, "num_channels", 3) or 3), *size, generator=generator)
@@ -420,7 +431,10 @@ def speech_features(task: Any, processor: Any, config: Any, batch: int) -> dict[
     rate = int(getattr(extractor, "sampling_rate", 16000) or 16000)
     rng = np.random.default_rng(0)
     waves = [rng.standard_normal(rate // 2 - 800 * i).astype(np.float32) * 0.1 for i in range(batch)]
-    out = extractor(waves, sampling_rate=rate, return_tensors="pt", padding=True, return_attention_mask=True)
+    try:  # the extractor's own padding first: Whisper's pads every clip to 30 s, as its encoder needs
+        out = extractor(waves, sampling_rate=rate, return_tensors="pt", return_attention_mask=True)
+    except ValueError:  # clips of different lengths it does not pad by default
+        out = extractor(waves, sampling_rate=rate, return_tensors="pt", padding=True, return_attention_mask=True)
     return {k: v for k, v in out.items()}
 
 

@@ -1,0 +1,135 @@
+"""How many of transformers' architectures garden runs with no plugin, measured per task.
+
+``python -m garden coverage`` (``make coverage``) takes every model type of transformers' Auto
+mappings for garden's tasks, shrinks its default config by generic rules (:mod:`.shrink`), and
+runs the checks of :mod:`.checks` on it (build, a training step, inference, save and reload, a
+2-stage plan, a 2-stage ``torch.distributed.pipelining`` forward and SGD step equal to local,
+the same through the poptorch stand-in). Two worker processes (:mod:`.worker`) go through one
+task's architectures; an architecture that runs past ``--timeout`` seconds is stopped and
+recorded, and a fresh pair goes on with the next.
+
+Results accumulate as JSON lines (``coverage-results.jsonl`` by default; a rerun skips the
+architectures it holds, so a long run can be done in pieces), and :mod:`.report` turns them into
+``coverage.json`` (with the garden, torch and transformers versions) and ``docs/coverage.md``::
+
+    python -m garden coverage --tasks asr,audio-classify --timeout 300
+    python -m garden coverage --report            # only rewrite coverage.json and docs/coverage.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from garden.coverage.checks import TASKS, head_of
+from garden.coverage.report import DOC, SUMMARY, latest, write_report
+from garden.errors import ConfigError
+
+RESULTS = Path("coverage-results.jsonl")
+
+
+def architectures(row: str) -> list[str]:
+    """Every model type of the Auto mapping behind a coverage row (a task; ``image-classify``)."""
+    from garden.families.auto import mapping
+
+    return sorted(mapping(head_of(row)[1].mapping))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run_pair(task: str, types: list[str], results: Path, timeout: float) -> None:
+    """Check ``types`` for ``task`` with a fresh pair of workers until all have a record; a type
+    that runs past ``timeout`` seconds, or whose workers die, gets a record saying so."""
+    current = results.with_name(results.name + ".current")
+    pending = list(types)
+    while pending:
+        port = free_port()
+        env = {**os.environ, "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
+               "GARDEN_COVERAGE_TIMEOUT": str(timeout), "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
+        current.unlink(missing_ok=True)
+        workers = [subprocess.Popen([sys.executable, "-m", "garden.coverage.worker", task, str(results), *pending],
+                                    env={**env, "RANK": str(rank)}, stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.PIPE, text=True, start_new_session=True)
+                   for rank in (0, 1)]
+        stuck = None
+        while any(w.poll() is None for w in workers):
+            time.sleep(2)
+            marked = current.read_text().split() if current.exists() else []
+            if len(marked) == 3 and time.time() - float(marked[2]) > timeout:
+                stuck = marked
+                for w in workers:
+                    os.killpg(w.pid, signal.SIGKILL)
+        errors = [w.stderr.read() if w.stderr else "" for w in workers]
+        done = {(r["type"], r["task"]) for r in read(results)}
+        marked = stuck or (current.read_text().split() if current.exists() else [])
+        if marked and (marked[0], task) not in done:
+            why = (f"stopped after {timeout:.0f} s in the {marked[1]} check" if stuck else
+                   f"the workers died in the {marked[1]} check: {last_line(errors)}")
+            append(results, {"type": marked[0], "task": task, "checks": {marked[1]: (False, why)}, "seconds": None})
+            done.add((marked[0], task))
+        left = [t for t in pending if (t, task) not in done]
+        if left == pending:  # nothing progressed and nothing to blame: give up on this list
+            for t in left:
+                append(results, {"type": t, "task": task, "seconds": None,
+                                 "checks": {"build": (False, f"the workers did not start: {last_line(errors)}")}})
+            return
+        pending = left
+
+
+def last_line(texts: list[str]) -> str:
+    lines = [ln.strip() for text in texts for ln in text.splitlines() if ln.strip()]
+    return lines[-1][:300] if lines else "no message"
+
+
+def read(results: Path) -> list[dict]:
+    if not results.exists():
+        return []
+    return [json.loads(line) for line in results.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def append(results: Path, record: dict) -> None:
+    with open(results, "a", encoding="utf-8") as out:
+        out.write(json.dumps(record) + "\n")
+
+
+def main(argv: list[str]) -> int:
+    """``python -m garden coverage [--tasks T,...] [--types A,...] [--timeout S] [--results PATH]
+    [--again] [--report]``: check what has no record yet, then write the report."""
+    p = argparse.ArgumentParser(prog="python -m garden coverage")
+    p.add_argument("--tasks", default=",".join(TASKS), help=f"comma-separated, of: {', '.join(TASKS)}")
+    p.add_argument("--types", default="", help="only these model types (comma-separated)")
+    p.add_argument("--timeout", type=float, default=300.0, help="seconds one check may take (default 300)")
+    p.add_argument("--results", default=str(RESULTS), help="the raw JSON lines (default coverage-results.jsonl)")
+    p.add_argument("--again", action="store_true", help="check again the architectures already recorded")
+    p.add_argument("--report", action="store_true", help="only write coverage.json and docs/coverage.md")
+    p.add_argument("--summary", default=str(SUMMARY))
+    p.add_argument("--doc", default=str(DOC))
+    args = p.parse_args(argv)
+    tasks = [t for t in args.tasks.split(",") if t]
+    unknown = [t for t in tasks if t not in TASKS]
+    if unknown:
+        raise ConfigError(f"--tasks {unknown[0]} is not one of: {', '.join(TASKS)}")
+    results = Path(args.results)
+    if not args.report:
+        wanted = {t for t in args.types.split(",") if t}
+        for task in tasks:
+            done = set() if args.again else {r["type"] for r in latest(read(results)) if r["task"] == task}
+            types = [t for t in architectures(task) if (not wanted or t in wanted) and t not in done]
+            if types:
+                print(f"coverage: {task}: checking {len(types)} architectures", flush=True)
+                run_pair(task, types, results, args.timeout)
+    counts = write_report(read(results), {t: architectures(t) for t in TASKS}, Path(args.summary), Path(args.doc))
+    for task, row in counts.items():
+        print(f"{task}: {row}")
+    return 0

@@ -1,0 +1,154 @@
+"""A tiny random config of any transformers architecture, by rules on attribute names alone.
+
+The coverage run builds every architecture of the Auto mappings; real sizes would take hours, so
+each config is shrunk the way a reader would shrink it by hand, with no list of models:
+
+* depth (``num_hidden_layers``, ``n_layer``, ``encoder_layers``, ...) to 2, and every per-layer
+  list as long as the old depth (``layer_types``) cut to match;
+* widths (``hidden_size``, ``d_model``, ``n_embd``, ...) to 32, per-stage width lists
+  (``hidden_sizes``, ``embed_dims``) scaled down to at most 64, per-stage depths to 1;
+* heads to 2 (key-value heads to at most 2, dividing the heads), head sizes to width / heads, so
+  every width stays divisible by its heads;
+* feed-forward sizes to 64, vocabularies to 512 (special token ids above moved below), images to
+  32 pixels (patches to at most a quarter of that, attention windows to 4), convolution channels
+  (speech feature encoders) to 32, and every dropout to 0.
+
+Sub-configs (``text_config``, ``vision_config``) are shrunk by the same rules::
+
+    >>> tiny_config("llama").num_hidden_layers, tiny_config("llama").hidden_size   # doctest: +SKIP
+    (2, 32)
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+DEPTH = re.compile(r"^(num_)?(hidden_|encoder_|decoder_|text_|vision_|audio_)?layers$|^n_layers?$"
+                   r"|^num_(hidden_|encoder_|decoder_)?layers$|^(encoder|decoder)_layers$|^depth$|^num_blocks$"
+                   r"|^num_decoder_layers$|^n_(encoder|decoder)_layers$")
+WIDTH = re.compile(r"^(hidden_size|d_model|n_embd|embed_dim|dim|embedding_size|d_embed|hidden_dim|model_dim"
+                   r"|word_embed_proj_dim|encoder_hidden_size|decoder_hidden_size|n_embed)$")
+HEADS = re.compile(r"^(num_attention_heads|n_head|n_heads|num_heads|encoder_attention_heads|mamba_n_heads"
+                   r"|decoder_attention_heads|attention_heads|num_decoder_attention_heads)$")
+KV_HEADS = re.compile(r"^(num_key_value_heads|n_kv_heads|num_kv_heads|multi_query_group_num)$")
+HEAD_SIZE = re.compile(r"^(head_dim|d_kv|attention_head_size|kv_channels|d_head|attention_head_dim)$")
+FEED_FORWARD = re.compile(r"^(intermediate_size|ffn_dim|d_ff|n_inner|encoder_ffn_dim|decoder_ffn_dim|mlp_dim"
+                          r"|ffn_hidden_size|inner_dim|d_inner|decoder_intermediate_size|hidden_dim_ffn)$")
+STAGE_DEPTHS = re.compile(r"depths?$|^num_layers_per_stage|^stage_num_layers|^layers_per_stage")
+STAGE_WIDTHS = re.compile(r"^(hidden_sizes|embed_dims|dims|widths|channels|stage_dims|out_channels"
+                          r"|stage_out_channels|neck_hidden_sizes|embed_dim_per_stage|hidden_size_per_stage)$")
+STAGE_HEADS = re.compile(r"heads$")
+CONV = re.compile(r"^(conv_dim|tdnn_dim)$")
+VOCAB = re.compile(r"^(vocab_size|n_vocab|decoder_vocab_size)$")
+IMAGE = re.compile(r"^(image_size|img_size|input_size)$")
+WINDOW = re.compile(r"^window_size$")
+DROPOUT = re.compile(r"dropout|_pdrop$|^layerdrop$|drop_path_rate|^drop_rate$")
+
+WIDE, FFN, HEAD_COUNT, DEEP, VOCAB_SIZE, PIXELS, CONV_CHANNELS, STAGE_MAX = 32, 64, 2, 2, 512, 32, 32, 64
+
+
+def shrink(values: dict[str, Any], accepted: set[str] | None = None) -> dict[str, Any]:
+    """The changes the rules of the module doc make to ``values`` (a config's ``to_dict()``), as
+    keyword arguments for its class (``accepted``: the names its ``__init__`` takes; a value the
+    class derives, such as Swin's ``hidden_size``, is left for it to derive again)."""
+    changes: dict[str, Any] = {}
+    depth_was: set[int] = set()
+    width = WIDE
+    for key, value in values.items():
+        if isinstance(value, dict) and ("model_type" in value or key.endswith("_config")):
+            changes[key] = {**value, **shrink(value)}
+        elif isinstance(value, bool):
+            continue
+        elif value is None and VOCAB.search(key):
+            changes[key] = VOCAB_SIZE
+        elif isinstance(value, int) and DEPTH.search(key) and value > DEEP:
+            depth_was.add(value)
+            changes[key] = DEEP
+        elif isinstance(value, int) and WIDTH.search(key) and value > WIDE:
+            changes[key] = WIDE
+        elif isinstance(value, int) and KV_HEADS.search(key) and value > 1:
+            changes[key] = min(value, HEAD_COUNT)
+        elif isinstance(value, int) and HEADS.search(key) and value > HEAD_COUNT:
+            changes[key] = HEAD_COUNT
+        elif isinstance(value, int) and FEED_FORWARD.search(key) and value > FFN:
+            changes[key] = FFN
+        elif isinstance(value, int) and VOCAB.search(key) and value > VOCAB_SIZE:
+            changes[key] = VOCAB_SIZE
+        elif isinstance(value, (int, list, tuple)) and IMAGE.search(key):
+            changes[key] = [PIXELS, PIXELS] if isinstance(value, (list, tuple)) else PIXELS
+        elif isinstance(value, int) and WINDOW.search(key) and value > 4:  # windows the shrunk image has
+            changes[key] = 4
+        elif isinstance(value, float) and DROPOUT.search(key):
+            changes[key] = 0.0
+        elif key.strip("_") in ("out_features", "out_indices") and value:  # a backbone's outputs name stages
+            changes[key] = [DEEP] if "indices" in key else [f"stage{DEEP}"]
+    groups = max([v for k, v in values.items() if "groups" in k and isinstance(v, int) and v > 1] or [8])
+    for key, value in values.items():  # rules that read the first pass
+        if HEAD_SIZE.search(key) and (value is None or isinstance(value, int)) and not isinstance(value, bool):
+            heads = next((changes.get(k, values[k]) for k in values if HEADS.search(k)
+                          and isinstance(values[k], int)), HEAD_COUNT)
+            expand = values.get("expand") if isinstance(values.get("expand"), int) else 1  # Mamba-2's heads
+            changes[key] = max(8, changes.get("hidden_size", width) * expand // max(1, heads))
+        elif KV_HEADS.search(key) and value is None:
+            changes[key] = HEAD_COUNT
+        elif isinstance(value, list) and value and key not in changes:
+            cut = _shrink_list(key, value, depth_was, groups)
+            if cut != value:
+                changes[key] = cut
+        elif isinstance(value, dict) and value and all(str(k).isdigit() for k in value) and depth_was:
+            changes[key] = {k: v for k, v in value.items() if int(k) < DEEP}  # per-layer settings
+    _special_tokens_in_vocabulary(values, changes)
+    _patches_fit(values, changes)
+    if accepted is not None:
+        changes = {k: v for k, v in changes.items() if k in accepted}
+    return changes
+
+
+def _shrink_list(key: str, value: list[Any], depth_was: set[int], groups: int) -> list[Any]:
+    """Stage lists shrunk by their kind, then cut to the new depth when one entry per layer (or stage)."""
+    if all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+        if STAGE_DEPTHS.search(key):
+            value = [min(v, 1) for v in value]
+        elif STAGE_WIDTHS.search(key):
+            factor = max(1, -(-max(value) // STAGE_MAX))
+            value = [max(groups, -(-(v // factor) // groups) * groups) for v in value]
+        elif STAGE_HEADS.search(key):
+            value = [min(v, HEAD_COUNT) for v in value]
+        elif CONV.search(key):
+            value = [min(v, CONV_CHANNELS) for v in value]
+    return value[:DEEP] if len(value) in depth_was else value
+
+
+def _special_tokens_in_vocabulary(values: dict[str, Any], changes: dict[str, Any]) -> None:
+    vocab = next((changes.get(k, values[k]) for k in values if VOCAB.search(k)
+                  and isinstance(changes.get(k, values[k]), int)), None)
+    if vocab is None:
+        return
+    names = sorted(k for k in values if k.endswith("token_id"))
+    for key in names:
+        value = values[key]
+        if isinstance(value, int) and not isinstance(value, bool) and value >= vocab:
+            changes[key] = vocab - 1 - names.index(key)
+
+
+def _patches_fit(values: dict[str, Any], changes: dict[str, Any]) -> None:
+    """Patches no larger than a quarter of the shrunk image, so a few still fit."""
+    size = changes.get("image_size", values.get("image_size"))
+    patch = values.get("patch_size")
+    if isinstance(size, list):
+        size = size[0]
+    if isinstance(size, int) and isinstance(patch, int) and patch > size // 4:
+        changes["patch_size"] = max(1, size // 4)
+
+
+def tiny_config(model_type: str) -> Any:
+    """The architecture's default config, shrunk (see module doc)."""
+    import inspect
+
+    from transformers import AutoConfig
+
+    default = AutoConfig.for_model(model_type)
+    cls = type(default)
+    accepted = set(inspect.signature(cls.__init__).parameters) - {"self", "kwargs"}
+    return cls(**shrink(default.to_dict(), accepted))
