@@ -18,7 +18,7 @@ from hydra.types import RunMode
 from rich.console import Console
 
 from garden import registry
-from garden.config import compose, register, sugar, validate_choices
+from garden.config import HF, compose, register, sugar, validate_choices
 from garden.errors import GardenError
 from garden.hub import resolve_weights
 from garden.runs.checkpoint import override_value, resume_overrides
@@ -84,7 +84,12 @@ def say_what_starts(cfg: Any) -> None:
     """The run's first line, on stdout before torch loads (several seconds on a laptop): what runs,
     from which weights. The weights are resolved first (torch-free: the Hub cache, or a download
     with its own progress bar), so a pretrained variant whose checkpoint is out of reach stops
-    here with one line and no run folder (:func:`garden.hub.resolve_weights`)."""
+    here with one line and no run folder (:func:`garden.hub.resolve_weights`). An ``hf:`` model's
+    architecture, and so its weights, are known only once its config is read (with torch)."""
+    if cfg.model.name.startswith(HF):
+        if owns_run_dirs():
+            Console(highlight=False).print(f"[bold]{cfg.model.name}[/] · {cfg.task.name} · {cfg.mode} · loading torch…")
+        return
     entry = registry.get(cfg.model.name)
     variant = entry.variant(cfg.model.variant)
     weights = resolve_weights(cfg.weights.source, variant, allow_pickle=cfg.weights.allow_pickle,

@@ -233,6 +233,9 @@ class AutoFamily(TransformersFamily):
             config = AutoConfig.for_model(values.pop("model_type"), **values)
         return self.adjust(config, spec)
 
+    def model_type(self, spec: BuildSpec) -> str:
+        return spec.entry.family
+
     def head(self, spec: BuildSpec) -> Any:
         import transformers
 

@@ -95,7 +95,7 @@ class TransformersFamily(ModelFamily):
             found = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as err:
             raise WeightsError(f"{path} is not a readable model config ({err}); re-save the checkpoint") from None
-        expected = transformers_class(self.config_class).model_type
+        expected = self.model_type(spec)
         kind = found.get("model_type") if isinstance(found, dict) else None
         if kind is None or kind == expected:
             return
@@ -105,6 +105,10 @@ class TransformersFamily(ModelFamily):
         raise WeightsError(
             f"weights={spec.weights_dir} holds a '{kind}' model ({architectures}), not a '{expected}' one as "
             f"model={spec.entry.name} needs; {fix}, or give model={spec.entry.name} a {expected} checkpoint")
+
+    def model_type(self, spec: BuildSpec) -> str:
+        """The ``model_type`` a checkpoint for this family's models has (``bert``)."""
+        return transformers_class(self.config_class).model_type
 
     def build(self, spec: BuildSpec) -> Any:
         head = transformers_class(self.heads[spec.task])
