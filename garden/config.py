@@ -48,6 +48,9 @@ class ModelConfig:
     #: the module lists of repeated layers that stages cut at (``model=hf:...``; comma-separated),
     #: when garden's choice is not the one wanted
     blocks: Optional[str] = None
+    #: the branch, tag or commit of an ``hf:`` model (``model=hf:org/name@REV`` sets it); the run
+    #: records the full commit it resolved to
+    revision: Optional[str] = None
 
 
 @dataclass
@@ -259,13 +262,14 @@ HF = "hf:"
 def sugar(overrides: list[str]) -> list[str]:
     """Accept ``weights=SOURCE`` as short for ``weights.source=SOURCE``, ``resume=RUN_DIR``
     for ``resume.run=RUN_DIR``, and ``model=hf:ID`` for ``model=hf model.name=hf:ID`` (the
-    core's ``model/hf.yaml`` with the Hub id as the model's name)."""
+    core's ``model/hf.yaml`` with the Hub id as the model's name; ``@REV`` as ``model.revision=REV``)."""
     out = []
     for o in overrides:
         key, sep, value = o.partition("=")
         short = key.lstrip("+~")
         if sep and short == "model" and value.strip("'\"").startswith(HF):
-            out += ["model=hf", f"model.name={value}"]
+            name, at, revision = value.strip("'\"").partition("@")
+            out += ["model=hf", f"model.name={name}", *([f"model.revision={revision}"] if at else [])]
         else:
             out.append(f"{SHORTHANDS[short]}={value}" if sep and short in SHORTHANDS else o)
     return out

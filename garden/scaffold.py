@@ -181,3 +181,119 @@ def new_plugin(name: str, directory: Path | str = ".", *, force: bool = False, t
 def files(root: Path) -> list[str]:
     """The files under ``root``, relative, for the summary ``plugin new`` prints."""
     return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
+
+
+# -- plugin new NAME --from hf:<repo-id>@<revision> ------------------------------------------------
+
+HUB_TEMPLATE = "templates/hub_plugin"
+#: files the two kinds of plugin share (the rest of the hub plugin's are its own)
+SHARED = ("gitignore.tmpl", "_github/workflows/publish.yml.tmpl")
+
+
+def hub_templates() -> list[tuple[str, str]]:
+    return [t for t in templates() if t[0] in SHARED] + templates(HUB_TEMPLATE)
+
+
+def measure_hub_model(source: str) -> dict:
+    """What the scaffolded entry declares, measured: the architecture and tasks, the pinned
+    commit, a tiny config (the repository's shrunk, its vocabulary kept) with its parameters and
+    FLOPs, the repository's parameter count, and a planned layout for 4 IPUs (by FLOPs, on a
+    random-init model of the real size, when it has under a billion parameters)."""
+    import dataclasses
+    import json
+    import pkgutil
+
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from garden.coverage.shrink import shrink
+    from garden.families.auto import is_hf, probe_inputs, resolve
+    from garden.hookspecs import BuildSpec
+    from garden.partition.planner import plan_stages
+    from garden.partition.profile import block_costs, profile_blocks
+
+    if not is_hf(source):
+        raise ConfigError(f"--from {source}: give a Hub model as hf:org/name@revision")
+    entry, folder = resolve(source)
+    variant = entry.variants[0]
+    if variant.hub_id is None:
+        raise ConfigError(f"--from {source}: a published plugin pins a Hub repository; give hf:org/name@revision")
+    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    keep = {k: v for k, v in config.items() if k == "vocab_size" or k.endswith("token_id")}
+    tiny = {**config, **shrink(config), **keep, "model_type": entry.family}
+    tiny = {k: v for k, v in tiny.items() if k not in ("architectures", "transformers_version", "_name_or_path",
+                                                      "id2label", "label2id", "auto_map")}
+    family = pkgutil.resolve_name(entry.builder)()
+    task = entry.tasks[0]
+    labels = ("a", "b") if task in ("classify", "token-classify", "audio-classify") else None
+    spec = BuildSpec(entry=entry, variant=dataclasses.replace(variant, config=tiny), task=task, labels=labels)
+    family.preprocessor(dataclasses.replace(spec, weights_dir=None))
+    task_object = pkgutil.resolve_name(family.tasks[task])(family)
+    torch.manual_seed(0)
+    model = family.build(spec).eval()
+    probe = probe_inputs(model, task_object, family.processor, batch=1)
+    counter = FlopCounterMode(display=False)
+    with torch.no_grad(), counter:
+        task_object.forward(model, dict(zip(task_object.input_names, probe)))
+    with torch.device("meta"):
+        full = family.head(spec).from_config(family.config(dataclasses.replace(spec, variant=variant)))
+    hub_params = sum(p.numel() for p in full.parameters())
+    layouts = {}
+    if hub_params < 1e9:
+        real = family.build(dataclasses.replace(spec, variant=variant)).eval()
+        real_probe = probe_inputs(real, task_object, family.processor, batch=1)
+        blocks = family.stage_blocks(real, task)
+        costs = block_costs(profile_blocks(real, blocks, real_probe), "flops")
+        layers = sum(b.kind == "layer" for b in blocks)
+        if layers >= 4:
+            layouts[4] = tuple(plan_stages(costs, [-1] * 4, model=entry.name).layers_per_ipu)
+    return {"entry": entry, "folder": folder, "tiny": tiny, "tiny_params": sum(p.numel() for p in model.parameters()),
+            "tiny_flops": int(counter.get_total_flops()),
+            "flops_input": ", ".join(f"{n} {'x'.join(str(d) for d in t.shape)}"
+                                     for n, t in zip(task_object.input_names, probe)),
+            "hub_params": hub_params, "layouts": layouts, "license": None}
+
+
+def new_hub_plugin(name: str, source: str, directory: Path | str = ".", *, force: bool = False) -> Path:
+    """``plugin new NAME --from hf:<repo-id>@<revision>``: a publishable plugin declaring a curated
+    entry for a Hub model, pinned to the commit the revision names, with measured sizes, a
+    planned layout, a recipe per task, the repository's tokenizer or processor files, and tests."""
+    import shutil
+
+    from garden.hub import SIDE_FILES
+
+    names = Names.of(name)
+    taken = discover().entries.get(names.model)
+    if taken is not None:
+        raise ConfigError(
+            f"model '{names.model}' is already registered by plugin '{taken.plugin}'; choose another name")
+    root = Path(directory).expanduser() / names.dist
+    if root.exists() and any(root.iterdir()) and not force:
+        raise ConfigError(f"{root} already exists and is not empty; choose another --dir or remove it")
+    facts = measure_hub_model(source)
+    entry, variant = facts["entry"], facts["entry"].variants[0]
+    architecture = (variant.config.get("architectures") or [entry.family])[0]
+    mapping = {
+        **values(names), "title": f"{names.class_name} ({architecture})", "hub_id": variant.hub_id,
+        "revision": variant.revision, "revision_short": variant.revision[:7], "architecture": architecture,
+        "model_type": entry.family, "domain": entry.domain, "tasks": repr(tuple(entry.tasks)),
+        "tasks_text": ", ".join(entry.tasks), "first_task": entry.tasks[0],
+        "base_class": entry.builder.rpartition(":")[2], "tiny_config": repr(facts["tiny"]),
+        "tiny_params": f"{facts['tiny_params']:_}", "tiny_flops": f"{facts['tiny_flops']:_}",
+        "flops_input": facts["flops_input"], "hub_params": f"{facts['hub_params']:_}",
+        "layouts": repr(facts["layouts"]), "license": repr(facts["license"]),
+        "transformers_version": version("transformers"),
+    }
+    for template, text in hub_templates():
+        for task in entry.tasks if "TASK" in template else [None]:
+            path = root / target_path(template, names, task)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(render(text, {**mapping, "task": task or ""}, template), encoding="utf-8")
+    assets = root / names.package / "assets"
+    assets.mkdir(parents=True, exist_ok=True)
+    from fnmatch import fnmatch
+
+    for file in facts["folder"].iterdir():
+        if file.is_file() and any(fnmatch(file.name, p) for p in SIDE_FILES):
+            shutil.copyfile(file, assets / file.name)
+    return root

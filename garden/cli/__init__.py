@@ -30,6 +30,7 @@ Browse the registry:
                          --exclude PAT --sort name|params|-params --pretrained --json
   search TEXT            models whose name, description or tasks mention TEXT
   show NAME              everything about a model: variants, tasks, layouts, commands
+  show hf:ORG/NAME[@REV] any transformers model: architecture, commit, tasks, params, FLOPs, planned layouts
   tasks [--domain D] [--json]   the tasks plugins register (garden's own too), with their plugin
   registry build|check   write / verify registry.json (the registry page's data)
   registry measure [NAME ...] [--json] [--write]   measure each variant's params, FLOPs and file
@@ -52,6 +53,7 @@ Plugins (docs/plugins.md):
   plugins [--json]       installed plugins: distribution, version, API, models, tasks, hooks, status
   plugin new NAME [--dir DIR] [--task TASK]   write a publishable plugin package (DIR/garden-NAME),
                          with a task of its own (garden_tasks) if --task names one
+  plugin new NAME --from hf:ORG/REPO@REV   the same for a Hub model: pinned, measured, planned
   plugin check NAME [--json]    check an installed plugin (distribution or model) against the contract
 
 Run a model (Hydra overrides; -m/--multirun sweeps comma lists):
@@ -137,9 +139,12 @@ def cmd_push(args: argparse.Namespace) -> int:
 def cmd_plugin(args: argparse.Namespace) -> int:
     """``plugin new NAME [--dir DIR] [--task TASK]`` and ``plugin check NAME [--json]``."""
     if args.action == "new":
-        from garden.scaffold import Names, files, new_plugin
+        from garden.scaffold import Names, files, new_hub_plugin, new_plugin
 
-        root = new_plugin(args.name, args.dir, force=args.force, task=args.task)
+        if args.source:  # builds the Hub model to measure it: torch
+            root = new_hub_plugin(args.name, args.source, args.dir, force=args.force)
+        else:
+            root = new_plugin(args.name, args.dir, force=args.force, task=args.task)
         names = Names.of(args.name)
         print(f"wrote {root}:")
         for f in files(root):
@@ -233,6 +238,7 @@ def parser() -> argparse.ArgumentParser:
     pg.add_argument("--dir", default=".")
     pg.add_argument("--force", action="store_true")
     pg.add_argument("--task")
+    pg.add_argument("--from", dest="source", default=None, help="hf:org/name@revision: a curated entry for a Hub model")
     pg.add_argument("--json", action="store_true")
     pg.set_defaults(func=cmd_plugin)
     return p
@@ -258,6 +264,10 @@ def main(argv: list[str] | None = None) -> int:
             from garden.cli.plan import cmd_plan  # builds the model: torch
 
             return cmd_plan(argv[1:])
+        if argv[0] == "show" and any(a.startswith("hf:") for a in argv[1:]):
+            from garden.cli.plan import cmd_show_hf  # reads the architecture and builds it: torch
+
+            return cmd_show_hf(argv[1:])
         if argv[0] == "coverage":
             from garden.coverage import main as coverage  # builds every architecture: torch
 

@@ -16,7 +16,7 @@ from rich.table import Table
 from garden.cli.browse import human, print_json
 from garden.runs.planned import plan_run, plan_summary
 
-__all__ = ["cmd_plan", "plan_run", "plan_summary", "plot_plan"]
+__all__ = ["cmd_plan", "cmd_show_hf", "plan_run", "plan_summary", "plot_plan", "show_hf"]
 
 
 def cmd_plan(argv: list[str]) -> int:
@@ -84,3 +84,49 @@ def compact(blocks: list[str]) -> str:
             out.append(name)
     flush()
     return ", ".join(out)
+
+
+def show_hf(name: str) -> dict:
+    """What ``show hf:<repo-id>[@rev]`` prints, as a curated entry's ``show`` does: the architecture,
+    the commit, the tasks it can do, parameters and FLOPs (its first task, one example of the
+    default data) and planned stage layouts (by FLOPs) for 2 and 4 IPUs."""
+    from garden.config import sugar
+    from garden.partition.planner import plan_stages
+    from garden.partition.profile import block_costs
+
+    overrides = sugar([f"model={name}"])
+    prepared, stage_plan = plan_run([*overrides, "ipu.cost=flops"])
+    entry, variant = prepared.entry, prepared.variant
+    costs = block_costs(stage_plan.profiles, "flops")
+    layers = sum(b.kind == "layer" for b in stage_plan.blocks)
+    layouts = {str(n): list(plan_stages(costs, [-1] * n, model=entry.name).layers_per_ipu)
+               for n in (2, 4) if layers >= n}
+    pinned = f"{entry.name}@{variant.revision}" if variant.revision else entry.name
+    return {"name": entry.name, "architecture": (variant.config.get("architectures") or [entry.family])[0],
+            "model_type": entry.family, "domain": entry.domain, "hub_id": variant.hub_id,
+            "revision": variant.revision, "tasks": list(entry.tasks), "task": prepared.task.name,
+            "params": sum(p.params for p in stage_plan.profiles),
+            "flops_per_example": sum(p.flops_per_sample for p in stage_plan.profiles),
+            "blocks": [b.name for b in stage_plan.blocks], "layouts": layouts,
+            "commands": {t: f"python -m garden model={pinned} task={t}" for t in entry.tasks}}
+
+
+def cmd_show_hf(argv: list[str]) -> int:
+    """``show hf:<repo-id>[@rev]|hf:<folder> [--json]``."""
+    shown = show_hf(next(a for a in argv if a != "--json"))
+    if "--json" in argv:
+        print_json(shown)
+        return 0
+    console = Console()
+    console.print(f"[bold]{shown['name']}[/] · {shown['architecture']} ({shown['model_type']}) · {shown['domain']}")
+    if shown["revision"]:
+        console.print(f"Hub {shown['hub_id']} at commit {shown['revision']}")
+    console.print(f"tasks: {', '.join(shown['tasks'])}")
+    console.print(f"{human(shown['params'])} parameters, {human(shown['flops_per_example'])} FLOPs per example "
+                  f"({shown['task']}, garden's default data)")
+    console.print(f"stage blocks: {compact(shown['blocks'])}")
+    for ipus, layout in shown["layouts"].items():
+        console.print(f"planned layers_per_ipu for {ipus} IPUs (by FLOPs): {layout}")
+    for command in shown["commands"].values():
+        console.print(f"  {command}")
+    return 0

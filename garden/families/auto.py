@@ -124,7 +124,8 @@ def is_hf(name: str | None) -> bool:
 
 
 def parse(name: str) -> Source:
-    """``hf:org/name@rev`` -> a Hub source (``main`` when no revision); ``hf:./folder`` -> a folder."""
+    """``hf:org/name@rev`` -> a Hub source (``None`` revision when none is named); ``hf:./folder``
+    -> a folder."""
     rest = name[len(PREFIX):].strip()
     folder = Path(rest).expanduser()
     if rest.startswith((".", "/", "~")) or folder.is_dir():
@@ -140,29 +141,37 @@ def parse(name: str) -> Source:
     except HFValidationError:
         raise ConfigError(f"model={name} names neither a Hub repo nor a folder; write hf:org/name[@revision] "
                           f"or hf:./path/to/folder") from None
-    return Source(repo_id, revision or "main", None)
+    return Source(repo_id, revision or None, None)
+
+
+def canonical(name: str) -> str:
+    """An ``hf:`` model's name without its revision (``hf:org/name``): what identifies its runs,
+    whichever branch, tag or commit a command named (the commit itself is recorded apart)."""
+    source = parse(name)
+    return f"{PREFIX}{source.repo_id}" if source.repo_id else name
 
 
 @functools.lru_cache(maxsize=None)
-def resolve(name: str) -> tuple[ModelEntry, Path]:
-    """The entry for ``hf:...`` and the folder holding its config (and tokenizer, processor).
-
-    A Hub revision is resolved to its full commit, recorded as the variant's ``revision``.
-    """
+def resolve(name: str, revision: str | None = None) -> tuple[ModelEntry, Path]:
+    """The entry for ``hf:...`` (at ``revision``, else the one the name gives, else ``main``) and
+    the folder holding its config, tokenizer and processor files. A Hub revision is resolved to
+    its full commit, recorded as the variant's ``revision``."""
     from garden import hub
 
     source = parse(name)
     if source.folder is not None:
-        folder, revision = source.folder, None
+        folder, commit, where = source.folder, None, str(source.folder)
     else:
-        folder = hub.config_snapshot(source.repo_id, source.revision)
-        revision = folder.name if COMMIT_HASH.fullmatch(folder.name) else source.revision
+        wanted = revision or source.revision or "main"
+        folder = hub.config_snapshot(source.repo_id, wanted)
+        commit = folder.name if COMMIT_HASH.fullmatch(folder.name) else wanted
+        where = f"{source.repo_id}@{wanted}"
     config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-    return entry_for(name, config, repo_id=source.repo_id, revision=revision, where=source.label), folder
+    return entry_for(canonical(name), config, repo_id=source.repo_id, revision=commit, where=where), folder
 
 
-def hub_entry(name: str) -> ModelEntry:
-    return resolve(name)[0]
+def hub_entry(name: str, revision: str | None = None) -> ModelEntry:
+    return resolve(name, revision)[0]
 
 
 def entry_for(name: str, config: dict[str, Any], *, repo_id: str | None = None, revision: str | None = None,
@@ -224,13 +233,21 @@ class AutoFamily(TransformersFamily):
     processor: Any = None
 
     def config(self, spec: BuildSpec) -> Any:
+        """The checkpoint's config, else the variant's (``config.json`` as a dict), else the one in
+        the model's own folder (an entry declaring a Hub variant by id alone)."""
         from transformers import AutoConfig
 
         if spec.weights_dir is not None:
             config = AutoConfig.from_pretrained(spec.weights_dir)
-        else:
+        elif spec.variant.config.get("model_type"):
             values = dict(spec.variant.config)
             config = AutoConfig.for_model(values.pop("model_type"), **values)
+        else:
+            folder = self.source_folder(spec)
+            if folder is None or not (folder / "config.json").is_file():
+                raise ConfigError(f"model '{spec.entry.name}' variant '{spec.variant.name}' has neither weights nor "
+                                  "a config to build from; pass weights=hub or a folder")
+            config = AutoConfig.from_pretrained(folder)
         return self.adjust(config, spec)
 
     def model_type(self, spec: BuildSpec) -> str:
@@ -282,15 +299,20 @@ class AutoFamily(TransformersFamily):
 
     # -- preprocessing -------------------------------------------------------------------------
 
+    #: a curated plugin's copy of its Hub repository's tokenizer or processor files (and config),
+    #: so that random-init runs need no download (``plugin new --from hf:...`` writes it)
+    assets: Path | None = None
+
     def source_folder(self, spec: BuildSpec) -> Path | None:
-        """Where the tokenizer or processor files are: the weights, else the entry's own folder."""
+        """Where the tokenizer or processor files are: the weights, else the ``hf:`` model's own
+        folder (its Hub snapshot), else the plugin's ``assets``."""
         if spec.weights_dir is not None and any(
                 (Path(spec.weights_dir) / f).exists() for f in ("tokenizer_config.json", "preprocessor_config.json",
                                                                 "tokenizer.json", "processor_config.json")):
             return Path(spec.weights_dir)
         if is_hf(spec.entry.name):
-            return resolve(spec.entry.name)[1]
-        return None
+            return resolve(spec.entry.name, spec.variant.revision)[1]
+        return self.assets if self.assets is not None and Path(self.assets).is_dir() else None
 
     def preprocessor(self, spec: BuildSpec) -> Any:
         folder = self.source_folder(spec)

@@ -382,7 +382,8 @@ RESULT_SECTIONS = ("model", "task", "data", "trainer", "weights", "seed")
 #: ... except these, which change how it runs, not what it computes (the layout, replicas x
 #: stages x accumulation, is compared on its own from the checkpoint's identity)
 FREE_SETTINGS = ("data.num_workers", "data.eval_batch_size", "trainer.log_every", "trainer.threads",
-                 "trainer.checkpoint_every", "trainer.keep_checkpoints")
+                 "trainer.checkpoint_every", "trainer.keep_checkpoints",
+                 "model.revision")  # how an hf: model's commit was named; the commit is compared itself
 
 
 def resume_target(cfg: Any) -> Any:
@@ -505,8 +506,9 @@ def resume_dir(value: Any, model: str, task: str, outputs: Path = Path("outputs"
 
 
 def known_model(name: str) -> str:
-    """``name`` once the registry knows it (an ``hf:`` model is known by its name alone)."""
-    return name if name.startswith(HF) else registry.get(name).name
+    """``name`` once the registry knows it; an ``hf:`` model by its name without a revision (the
+    name its runs record: the commit a run used is checked on resume, whatever named it)."""
+    return name.partition("@")[0] if name.startswith(HF) else registry.get(name).name
 
 
 def override_value(overrides: list[str], key: str) -> str | None:

@@ -51,7 +51,7 @@ def pinned_command(command: str | None, prepared: Prepared) -> str | None:
     pinned = pinned_override(prepared)
     if command is None or pinned is None or not pinned.startswith("model="):
         return command
-    words = [w for w in shlex.split(command) if w != "model=hf"]
+    words = [w for w in shlex.split(command) if w != "model=hf" and not w.startswith("model.revision=")]
     return shlex.join([pinned if w.startswith(("model=hf:", "model.name=hf:")) else w for w in words])
 
 

@@ -24,7 +24,7 @@ def plan_run(overrides: list[str]) -> tuple[Prepared, StagePlan]:
     picked = choices(sugar(overrides))
     extra = []
     if "task" not in picked and "model" in picked:
-        extra.append(f"task={entry_of(model_name(picked)).tasks[0]}")
+        extra.append(f"task={entry_of(model_name(picked), picked.get('model.revision')).tasks[0]}")
     if "weights" not in picked:
         extra.append("weights=random")
     cfg = compose([*overrides, *extra])  # a bad setting stops here, before torch loads

@@ -154,7 +154,8 @@ def predictor(model: str, task: str | None = None, *, variant: str = "default", 
     """A :class:`Predictor` for ``model`` (its first task unless ``task``), like
     ``python -m garden model=M task=T mode=infer weights=W``; ``overrides`` are further Hydra ones."""
     entry = entry_of(model)
-    chosen = [f"model={entry.name}", f"task={task or entry.tasks[0]}", f"weights={weights}"]
+    chosen = [f"model={model if model.startswith('hf:') else entry.name}", f"task={task or entry.tasks[0]}",
+              f"weights={weights}"]
     if variant != "default":
         chosen.append(f"model.variant={variant}")
     return Predictor([*chosen, *overrides])

@@ -41,11 +41,11 @@ class Prepared:
     revision: str | None = None
 
 
-def entry_of(name: str) -> ModelEntry:
-    """The registry entry called ``name``; for ``hf:<repo-id>[@<revision>]`` or ``hf:<folder>``,
-    one made from the checkpoint's config (``garden.families.auto``)."""
+def entry_of(name: str, revision: str | None = None) -> ModelEntry:
+    """The registry entry called ``name``; for ``hf:<repo-id>[@<revision>]`` (or ``revision``) or
+    ``hf:<folder>``, one made from the checkpoint's config (``garden.families.auto``)."""
     if name.startswith(auto.PREFIX):
-        return auto.hub_entry(name)
+        return auto.hub_entry(name, revision)
     return registry.get(name)
 
 
@@ -94,7 +94,7 @@ def prepare(cfg: Any, *, load_data: bool = True) -> Prepared:
     """Resolve the entry, family, task, weights and data a composed config asks for."""
     import torch
 
-    entry = entry_of(cfg.model.name)
+    entry = entry_of(cfg.model.name, cfg.model.get("revision"))
     check_task(entry, cfg.task.name)
     variant = entry.variant(cfg.model.variant)
     family = family_of(entry)

@@ -1,0 +1,296 @@
+"""``model=hf:<id>``: architectures no plugin covers, built by transformers' Auto classes, their
+stage blocks found by introspection and cut by pipelining's tracer, run end to end from a
+folder and from the local Hub server (tests/hubserver.py) under pinned ids: train, infer, plan,
+a 2-stage pipeline whose SGD step equals the local one, resume; and a fixed sample of the
+coverage run (``python -m garden coverage``) with every check passing.
+
+The checkpoints are tiny and made here: ALBERT (one layer's weights run at every depth),
+Llama (rotary embeddings and a causal mask cross the stage cut) and ConvNeXt (stages of
+different widths, no attention), each with a tokenizer or image processor of its own.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import garden_cli
+from equivalence import SGD_STEPS, assert_same_steps, initial, read_run
+from hubserver import HubServer
+
+#: the slow machines this suite runs on: a run of a tiny model can take minutes under load
+SLOW = 900
+
+
+def save_albert(folder: Path) -> Path:
+    import torch
+    from transformers import AlbertConfig, AlbertForMaskedLM
+
+    from garden.text import BERT_TEMPLATE, BERT_TOKENS, default_data, trained_tokenizer
+
+    tokenizer = trained_tokenizer("wordpiece", BERT_TOKENS, 500, [default_data("sst2_like.jsonl"),
+                                  default_data("lm_corpus.txt")], template=BERT_TEMPLATE, lowercase=True,
+                                  model_max_length=128)
+    config = AlbertConfig(vocab_size=len(tokenizer), embedding_size=16, hidden_size=32, num_hidden_layers=2,
+                          num_attention_heads=2, intermediate_size=64, max_position_embeddings=128,
+                          pad_token_id=tokenizer.pad_token_id, hidden_dropout_prob=0.0,
+                          attention_probs_dropout_prob=0.0, classifier_dropout_prob=0.0)
+    torch.manual_seed(0)
+    AlbertForMaskedLM(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+def save_llama(folder: Path) -> Path:
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    from garden.text import default_data, trained_tokenizer
+
+    end = "<|endoftext|>"
+    tokenizer = trained_tokenizer("bpe", {"bos_token": end, "eos_token": end, "unk_token": end, "pad_token": end},
+                                  500, [default_data("lm_corpus.txt")], model_max_length=128)
+    config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                         num_key_value_heads=1, intermediate_size=64, max_position_embeddings=128,
+                         bos_token_id=tokenizer.eos_token_id, eos_token_id=tokenizer.eos_token_id,
+                         pad_token_id=tokenizer.eos_token_id)
+    torch.manual_seed(0)
+    LlamaForCausalLM(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+def save_convnext(folder: Path) -> Path:
+    import torch
+    from transformers import ConvNextConfig, ConvNextForImageClassification, ConvNextImageProcessorPil
+
+    config = ConvNextConfig(num_channels=3, hidden_sizes=[8, 16, 32], depths=[1, 1, 2], image_size=32, num_labels=10)
+    torch.manual_seed(0)
+    ConvNextForImageClassification(config).save_pretrained(folder)
+    ConvNextImageProcessorPil(size={"shortest_edge": 32}, crop_pct=1.0).save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def checkpoints(tmp_path_factory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("checkpoints")
+    return {"albert": save_albert(root / "albert"), "llama": save_llama(root / "llama"),
+            "convnext": save_convnext(root / "convnext")}
+
+
+def hub_env(server: HubServer, home: Path, **extra) -> dict:
+    return {"HF_ENDPOINT": server.url, "HF_HOME": str(home), "HF_HUB_OFFLINE": "0", "HF_HUB_DISABLE_XET": "1",
+            "HF_HUB_DISABLE_PROGRESS_BARS": "1", **extra}
+
+
+# -- naming, refusing -------------------------------------------------------------------------------
+
+
+def test_model_hf_composes_with_the_repo_as_the_name_and_the_revision_apart():
+    from garden.config import compose
+
+    cfg = compose(["model=hf:org/name@v1.0", "task=classify"])  # nothing is read before a run
+    assert (cfg.model.name, cfg.model.revision) == ("hf:org/name", "v1.0")
+
+
+def test_a_task_the_architecture_has_no_head_for_names_the_tasks_it_has():
+    from transformers import BertConfig
+
+    from garden.errors import UnknownTaskError
+    from garden.families.auto import check_task, entry_for
+
+    entry = entry_for("hf:org/tiny-bert", BertConfig().to_dict())
+    with pytest.raises(UnknownTaskError) as caught:
+        check_task(entry, "asr")
+    message = str(caught.value)
+    assert "AutoModelForCTC" in message and "its tasks are: classify, token-classify, qa, mlm, causal-lm" in message
+    assert "\n" not in message
+
+
+def test_a_checkpoint_that_needs_its_repos_code_is_refused_in_one_line():
+    from garden.errors import ConfigError
+    from garden.families.auto import entry_for
+
+    config = {"model_type": "my-model", "auto_map": {"AutoModel": "modeling_mine.MyModel"}}
+    with pytest.raises(ConfigError, match="needs trust_remote_code .*never runs a repo's code") as caught:
+        entry_for("hf:someone/custom", config)
+    assert "\n" not in str(caught.value)
+
+
+def test_two_layer_lists_of_a_similar_size_are_named_with_the_override_that_picks_one():
+    import torch
+
+    from garden.errors import ConfigError
+    from garden.families.traced import choose_layers
+
+    class TwoTowers(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.text = torch.nn.ModuleList(torch.nn.Linear(8, 8) for _ in range(3))
+            self.image = torch.nn.ModuleList(torch.nn.Linear(8, 8) for _ in range(2))
+
+    with pytest.raises(ConfigError) as caught:
+        choose_layers(TwoTowers())
+    assert "text (3 x Linear, 216 parameters); image (2 x Linear, 144 parameters)" in str(caught.value)
+    assert "model.blocks=<path>" in str(caught.value)
+    assert [c.path for c in choose_layers(TwoTowers(), "image")] == ["image"]
+
+
+# -- blocks ------------------------------------------------------------------------------------------
+
+
+def family_and_model(folder: Path, task: str):
+    import pkgutil
+
+    from garden.families.auto import resolve
+    from garden.hookspecs import BuildSpec
+
+    entry, _ = resolve(f"hf:{folder}")
+    family = pkgutil.resolve_name(entry.builder)()
+    spec = BuildSpec(entry=entry, variant=entry.variants[0], task=task, weights_dir=folder,
+                     labels=("a", "b", "c") if task == "classify" else None)
+    family.preprocessor(spec)
+    return family, family.build(spec).eval(), pkgutil.resolve_name(family.tasks[task])(family)
+
+
+@pytest.mark.parametrize("name, task", [("albert", "mlm"), ("llama", "causal-lm"), ("convnext", "classify")])
+def test_traced_blocks_hold_every_weight_and_compute_the_forward_at_another_batch_and_length(checkpoints,
+                                                                                            name, task):
+    import torch
+
+    from garden.families.auto import probe_inputs
+    from garden.partition.stages import check_coverage, run_blocks
+
+    family, model, task_object = family_and_model(checkpoints[name], task)
+    blocks = family.stage_blocks(model, task)
+    check_coverage(model, blocks)
+    assert [b.kind for b in blocks] == ["embedding", *["layer"] * (len(blocks) - 2), "head"]
+    inputs = probe_inputs(model, task_object, family.processor, batch=3, length=11)  # traced at 2 x 8
+    with torch.no_grad():
+        expected = task_object.forward(model, dict(zip(task_object.input_names, inputs)))
+        got = run_blocks(model, blocks, *inputs)
+    torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-6)  # the same kernels, cut: float noise
+
+
+def test_albert_runs_its_one_layer_at_every_depth_so_every_layer_block_holds_it(checkpoints):
+    family, model, _ = family_and_model(checkpoints["albert"], "mlm")
+    layers = [b for b in family.stage_blocks(model, "mlm") if b.kind == "layer"]
+    assert [b.modules for b in layers] == [("albert.encoder.albert_layer_groups",)] * 2
+    assert family.stage_blocks(model, "mlm")[-1].tied_to == "embeddings"  # the decoder is the word embeddings
+
+
+# -- runs ----------------------------------------------------------------------------------------------
+
+
+def test_a_folder_of_an_architecture_no_plugin_covers_trains_infers_and_plans(checkpoints, tmp_path):
+    import garden
+
+    folder = checkpoints["albert"]
+    metrics = garden.run([f"model=hf:{folder}", "task=classify", "preset=smoke", "trainer.max_steps=2",
+                          "data.limit=16", "data.eval_limit=8"], output_dir=tmp_path / "train")
+    assert metrics["steps"] == 2 and metrics["weights"] == f"local {folder}" and metrics["revision"] is None
+    garden.run([f"model=hf:{folder}", "task=classify", "mode=infer", f"weights={tmp_path / 'train' / 'model'}",
+                "data.eval_limit=4"], output_dir=tmp_path / "infer")
+    predictions = (tmp_path / "infer" / "predictions.jsonl").read_text().splitlines()
+    assert len(predictions) == 4 and "predictions" in json.loads(predictions[0])
+    plan = garden.plan([f"model=hf:{folder}", "task=qa", "ipu.ipus_per_replica=2"])
+    assert plan["layers_per_ipu"] == [1, 1] and plan["stages"][0]["blocks"][0] == "embeddings"
+
+
+def test_the_hub_runs_record_the_full_commit_and_offline_nothing_cached_names_id_and_revision(
+        checkpoints, tmp_path):
+    with HubServer() as server:
+        sha = server.add_repo("tiny/albert", checkpoints["albert"])
+        env = hub_env(server, tmp_path / "hf")
+        run = garden_cli("model=hf:tiny/albert", "task=mlm", "preset=smoke", "trainer.max_steps=1", "data.limit=16",
+                         "data.eval_limit=8", "hydra.run.dir=run", cwd=tmp_path, env=env, timeout=SLOW)
+        assert run.returncode == 0, run.output
+        metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+        assert metrics["model"] == "hf:tiny/albert" and metrics["revision"] == sha
+        card = (tmp_path / "run" / "model" / "README.md").read_text()
+        assert f"base_model_revision: {sha}" in card and f"model=hf:tiny/albert@{sha}" in card
+        shown = garden_cli("show", "hf:tiny/albert", "--json", cwd=tmp_path, env=env, timeout=SLOW)
+        assert shown.returncode == 0, shown.output
+        facts = json.loads(shown.stdout)
+        assert facts["revision"] == sha and facts["architecture"] == "AlbertForMaskedLM"
+        assert facts["tasks"] == ["classify", "token-classify", "qa", "mlm"] and facts["layouts"]["2"] == [1, 1]
+    offline = garden_cli("model=hf:tiny/albert", "task=mlm", "preset=smoke", cwd=tmp_path,
+                         env={**env, "HF_HOME": str(tmp_path / "empty"), "HF_HUB_OFFLINE": "1"}, timeout=SLOW)
+    assert offline.returncode == 2, offline.output
+    [line] = [ln for ln in offline.stderr.splitlines() if ln.startswith("error:")]
+    assert "tiny/albert@main is not cached and HF_HUB_OFFLINE=1" in line
+
+
+@pytest.mark.slow
+def test_a_two_stage_pipeline_step_of_an_hf_model_equals_the_local_step(checkpoints, tmp_path):
+    """ALBERT's one layer sits on both stages: its gradients are summed across them."""
+    from test_pipeline import torchrun
+
+    steps = (f"model=hf:{checkpoints['albert']}", "task=classify", "preset=smoke", "trainer.max_steps=1",
+             *SGD_STEPS, "trainer.lr=0.1", "trainer.eval=false", "data.batch_size=4", "data.limit=8",
+             "data.eval_limit=4", "trainer.threads=1")
+    before = initial(steps, tmp_path / "initial")
+    (tmp_path / "local").mkdir(), (tmp_path / "piped").mkdir()
+    local = garden_cli(*steps, cwd=tmp_path / "local", timeout=SLOW)
+    assert local.returncode == 0, local.output
+    piped = torchrun(2, *steps, "backend=pipeline", "ipu.micro_batches=2", cwd=tmp_path / "piped")
+    assert piped.returncode == 0, piped.stdout[-3000:] + piped.stderr[-3000:]
+    assert_same_steps(before, read_run(tmp_path / "local"), read_run(tmp_path / "piped"))
+
+
+@pytest.mark.slow
+def test_a_resumed_hub_model_refuses_a_branch_that_moved_and_resumes_at_its_commit(checkpoints, tmp_path):
+    from test_resume import steps_saved
+
+    with HubServer() as server:
+        first = server.add_repo("tiny/llama", checkpoints["llama"])
+        env = {**os.environ, **hub_env(server, tmp_path / "hf"), "OMP_NUM_THREADS": "1"}
+        args = ["model=hf:tiny/llama", "task=causal-lm", "preset=smoke", "trainer.max_steps=6",
+                "trainer.checkpoint_every=1", "data.limit=32", "hydra.run.dir=run"]
+        with open(tmp_path / "first.log", "w") as log:
+            proc = subprocess.Popen([sys.executable, "-m", "garden", *args], cwd=tmp_path, env=env, stdout=log,
+                                    stderr=subprocess.STDOUT, start_new_session=True)
+            deadline = time.monotonic() + SLOW
+            while not steps_saved(tmp_path / "run"):
+                assert proc.poll() is None, (tmp_path / "first.log").read_text()
+                assert time.monotonic() < deadline, "no checkpoint appeared"
+                time.sleep(0.05)
+            os.kill(proc.pid, signal.SIGTERM)
+            assert proc.wait(timeout=SLOW) == 128 + signal.SIGTERM, (tmp_path / "first.log").read_text()
+        server.add_repo("tiny/llama", save_llama(tmp_path / "retrained"))  # main moves on
+        moved = garden_cli(*args, "resume=true", cwd=tmp_path, env=env, timeout=SLOW)
+        assert moved.returncode == 2, moved.output
+        assert f"was made from commit {first}" in moved.stderr and f"model=hf:tiny/llama@{first}" in moved.stderr
+        pinned = garden_cli(*[a for a in args if not a.startswith("model=")], f"model=hf:tiny/llama@{first}",
+                            "resume=true", cwd=tmp_path, env=env, timeout=SLOW)
+        assert pinned.returncode == 0, pinned.output
+        metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+        assert metrics["steps"] == 6 and metrics["revision"] == first
+
+
+# -- the coverage run's sample ----------------------------------------------------------------------------
+
+#: architectures no plugin covers, one or two per kind of model (and per way stages get cut)
+SAMPLE = {"classify": ["albert", "distilbert", "electra"], "image-classify": ["convnext", "swin"],
+          "causal-lm": ["llama"], "audio-classify": ["whisper"]}
+
+
+@pytest.mark.slow
+def test_the_coverage_sample_passes_every_check(tmp_path):
+    from garden.coverage import read, run_pair
+
+    results = tmp_path / "results.jsonl"
+    for row, types in SAMPLE.items():
+        run_pair(row, types, results, timeout=SLOW)
+    records = {(r["type"], r["task"]): r["checks"] for r in read(results)}
+    failed = {key: {c: detail for c, (ok, detail) in checks.items() if ok is not True}
+              for key, checks in records.items()}
+    assert {key: f for key, f in failed.items() if f} == {}
+    assert len(records) == sum(len(t) for t in SAMPLE.values())
