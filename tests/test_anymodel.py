@@ -29,15 +29,23 @@ from hubserver import HubServer
 SLOW = 900
 
 
+def trained_tokenizer(kind: str, tokens: dict, template: tuple[str, str] | None = None, lowercase: bool = False):
+    """A 500-token tokenizer trained on garden's shipped text, as a checkpoint's own tokenizer."""
+    from transformers import PreTrainedTokenizerFast
+
+    from garden.text import TokenizerRecipe
+
+    raw = TokenizerRecipe(kind, tokens, ("sst2_like.jsonl", "lm_corpus.txt"), 500, template, lowercase).train()
+    return PreTrainedTokenizerFast(tokenizer_object=raw, model_max_length=128, **tokens)
+
+
 def save_albert(folder: Path) -> Path:
     import torch
     from transformers import AlbertConfig, AlbertForMaskedLM
 
-    from garden.text import BERT_TEMPLATE, BERT_TOKENS, default_data, trained_tokenizer
-
-    tokenizer = trained_tokenizer("wordpiece", BERT_TOKENS, 500, [default_data("sst2_like.jsonl"),
-                                  default_data("lm_corpus.txt")], template=BERT_TEMPLATE, lowercase=True,
-                                  model_max_length=128)
+    tokenizer = trained_tokenizer("wordpiece", {"pad_token": "[PAD]", "unk_token": "[UNK]", "cls_token": "[CLS]",
+                                                "sep_token": "[SEP]", "mask_token": "[MASK]"},
+                                  ("[CLS] $A [SEP]", "[CLS] $A [SEP] $B:1 [SEP]:1"), lowercase=True)
     config = AlbertConfig(vocab_size=len(tokenizer), embedding_size=16, hidden_size=32, num_hidden_layers=2,
                           num_attention_heads=2, intermediate_size=64, max_position_embeddings=128,
                           pad_token_id=tokenizer.pad_token_id, hidden_dropout_prob=0.0,
@@ -48,20 +56,17 @@ def save_albert(folder: Path) -> Path:
     return folder
 
 
-def save_llama(folder: Path) -> Path:
+def save_llama(folder: Path, seed: int = 0) -> Path:
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    from garden.text import default_data, trained_tokenizer
-
     end = "<|endoftext|>"
-    tokenizer = trained_tokenizer("bpe", {"bos_token": end, "eos_token": end, "unk_token": end, "pad_token": end},
-                                  500, [default_data("lm_corpus.txt")], model_max_length=128)
+    tokenizer = trained_tokenizer("bpe", {"bos_token": end, "eos_token": end, "unk_token": end, "pad_token": end})
     config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
                          num_key_value_heads=1, intermediate_size=64, max_position_embeddings=128,
                          bos_token_id=tokenizer.eos_token_id, eos_token_id=tokenizer.eos_token_id,
                          pad_token_id=tokenizer.eos_token_id)
-    torch.manual_seed(0)
+    torch.manual_seed(seed)
     LlamaForCausalLM(config).save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return folder
@@ -71,7 +76,8 @@ def save_convnext(folder: Path) -> Path:
     import torch
     from transformers import ConvNextConfig, ConvNextForImageClassification, ConvNextImageProcessorPil
 
-    config = ConvNextConfig(num_channels=3, hidden_sizes=[8, 16, 32], depths=[1, 1, 2], image_size=32, num_labels=10)
+    config = ConvNextConfig(num_channels=3, num_stages=3, hidden_sizes=[8, 16, 32], depths=[1, 1, 2], image_size=32,
+                            num_labels=10)
     torch.manual_seed(0)
     ConvNextForImageClassification(config).save_pretrained(folder)
     ConvNextImageProcessorPil(size={"shortest_edge": 32}, crop_pct=1.0).save_pretrained(folder)
@@ -264,7 +270,7 @@ def test_a_resumed_hub_model_refuses_a_branch_that_moved_and_resumes_at_its_comm
                 time.sleep(0.05)
             os.kill(proc.pid, signal.SIGTERM)
             assert proc.wait(timeout=SLOW) == 128 + signal.SIGTERM, (tmp_path / "first.log").read_text()
-        server.add_repo("tiny/llama", save_llama(tmp_path / "retrained"))  # main moves on
+        server.add_repo("tiny/llama", save_llama(tmp_path / "retrained", seed=1))  # main moves on
         moved = garden_cli(*args, "resume=true", cwd=tmp_path, env=env, timeout=SLOW)
         assert moved.returncode == 2, moved.output
         assert f"was made from commit {first}" in moved.stderr and f"model=hf:tiny/llama@{first}" in moved.stderr
@@ -273,6 +279,40 @@ def test_a_resumed_hub_model_refuses_a_branch_that_moved_and_resumes_at_its_comm
         assert pinned.returncode == 0, pinned.output
         metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
         assert metrics["steps"] == 6 and metrics["revision"] == first
+
+
+@pytest.mark.slow
+def test_plugin_new_from_a_hub_model_writes_a_package_that_installs_and_passes_plugin_check(checkpoints, tmp_path):
+    import sysconfig
+
+    from test_plugin_scaffold import ok, run
+
+    with HubServer() as server:
+        sha = server.add_repo("tiny/albert", checkpoints["albert"])
+        made = garden_cli("plugin", "new", "albert-tiny", "--from", f"hf:tiny/albert@{sha}", "--dir", str(tmp_path),
+                          cwd=tmp_path, env=hub_env(server, tmp_path / "hf"), timeout=SLOW)
+    assert made.returncode == 0, made.output
+    package = tmp_path / "garden-albert-tiny"
+    plugin = (package / "garden_albert_tiny" / "plugin.py").read_text()
+    assert f'hub_id="tiny/albert", revision="{sha}"' in plugin and "layouts={}" in plugin  # 2 layers: no 4-IPU plan
+    assert {p.name for p in (package / "garden_albert_tiny" / "conf" / "recipe" / "albert-tiny").iterdir()} == \
+        {"classify.yaml", "token-classify.yaml", "qa.yaml", "mlm.yaml"}
+    assert (package / "garden_albert_tiny" / "assets" / "tokenizer.json").is_file()
+    ok(run(sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index", "-q",
+           "-w", tmp_path / "wheels", package, cwd=tmp_path))
+    (wheel,) = (tmp_path / "wheels").glob("*.whl")
+    fresh = tmp_path / "fresh"
+    ok(run(sys.executable, "-m", "venv", "--without-pip", fresh, cwd=tmp_path))
+    python = fresh / "bin" / "python"
+    purelib = Path(ok(run(python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])",
+                          cwd=tmp_path)).stdout.strip())
+    (purelib / "_garden_project.pth").write_text(f"import site; site.addsitedir({sysconfig.get_paths()['purelib']!r})\n")
+    ok(run(sys.executable, "-m", "pip", "--python", python, "install", "--no-index", "--no-deps", "-q", wheel,
+           cwd=tmp_path))
+    work = tmp_path / "work"
+    work.mkdir()
+    checked = ok(run(python, "-m", "garden", "plugin", "check", "garden-albert-tiny", cwd=work, timeout=SLOW))
+    assert checked.stdout.splitlines()[-1].endswith("0 failed, 0 skipped"), checked.output
 
 
 # -- the coverage run's sample ----------------------------------------------------------------------------

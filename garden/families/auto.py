@@ -22,7 +22,7 @@ from typing import Any
 
 from garden.compat import resolve_name
 from garden.entries import COMMIT_HASH, ModelEntry, Variant
-from garden.errors import ConfigError, UnknownTaskError, WeightsError
+from garden.errors import ConfigError, UnknownTaskError
 from garden.families.transformers import TransformersFamily
 from garden.hookspecs import Block, BuildSpec
 
@@ -113,10 +113,6 @@ class Source:
     repo_id: str | None
     revision: str | None
     folder: Path | None
-
-    @property
-    def label(self) -> str:
-        return f"{self.repo_id}@{self.revision}" if self.repo_id else str(self.folder)
 
 
 def is_hf(name: str | None) -> bool:
@@ -401,7 +397,7 @@ def probe_inputs(model: Any, task: Any, processor: Any = None, batch: int = 2, l
     text = config.get_text_config() if hasattr(config, "get_text_config") else config
     generator = torch.Generator().manual_seed(0)
     values: dict[str, Any] = {}
-    audio = speech_features(task, processor, config, batch) if task.input_names and any(
+    audio = speech_features(processor, config, batch) if any(
         n in ("input_values", "input_features") for n in task.input_names) else {}
     vocab = int(getattr(text, "vocab_size", None) or 100)
     special = {v for k in ("pad_token_id", "bos_token_id", "eos_token_id", "decoder_start_token_id")
@@ -446,7 +442,7 @@ def audio_length(values: dict[str, Any]) -> int:
     return int(found.shape[1])
 
 
-def speech_features(task: Any, processor: Any, config: Any, batch: int) -> dict[str, Any]:
+def speech_features(processor: Any, config: Any, batch: int) -> dict[str, Any]:
     """What the model's feature extractor makes of ``batch`` short random waveforms (half a second
     and a bit less, padded), e.g. ``{"input_values": (2, 8000), "attention_mask": ...}``."""
     import numpy as np
