@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from conftest import garden_cli
-from equivalence import SGD_STEPS, assert_same_steps, initial, read_run
+from equivalence import SGD_STEPS, assert_same_steps, initial, mutation_env, read_run, step_mismatches
 from hubserver import HubServer
 
 #: the slow machines this suite runs on: a run of a tiny model can take minutes under load
@@ -236,7 +236,8 @@ def test_the_hub_runs_record_the_full_commit_and_offline_nothing_cached_names_id
 
 @pytest.mark.slow
 def test_a_two_stage_pipeline_step_of_an_hf_model_equals_the_local_step(checkpoints, tmp_path):
-    """ALBERT's one layer sits on both stages: its gradients are summed across them."""
+    """ALBERT's one layer sits on both stages: its gradients are summed across them, and the
+    comparison catches a pipeline that does not sum them."""
     from test_pipeline import torchrun
 
     steps = (f"model=hf:{checkpoints['albert']}", "task=classify", "preset=smoke", "trainer.max_steps=1",
@@ -249,6 +250,17 @@ def test_a_two_stage_pipeline_step_of_an_hf_model_equals_the_local_step(checkpoi
     piped = torchrun(2, *steps, "backend=pipeline", "ipu.micro_batches=2", cwd=tmp_path / "piped")
     assert piped.returncode == 0, piped.stdout[-3000:] + piped.stderr[-3000:]
     assert_same_steps(before, read_run(tmp_path / "local"), read_run(tmp_path / "piped"))
+    (tmp_path / "unsummed").mkdir()
+    env = mutation_env(tmp_path / "site", """
+        import garden.backends.pipeline as pipeline
+        def _sum_shared_gradients(self):
+            print("MUTATION: shared gradients not summed", flush=True)
+        pipeline.PipelineBackend._sum_shared_gradients = _sum_shared_gradients
+    """)
+    unsummed = torchrun(2, *steps, "backend=pipeline", "ipu.micro_batches=2", cwd=tmp_path / "unsummed", env=env)
+    assert unsummed.returncode == 0 and "MUTATION" in unsummed.stdout, unsummed.stdout[-3000:] + unsummed.stderr[-3000:]
+    problems = step_mismatches(before, read_run(tmp_path / "local"), read_run(tmp_path / "unsummed"))
+    assert any(p.startswith("albert.encoder.albert_layer_groups") for p in problems), problems
 
 
 @pytest.mark.slow
