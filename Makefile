@@ -33,8 +33,11 @@ $(VENV)/.installed: pyproject.toml constraints.txt $(addsuffix pyproject.toml,$(
 run: venv
 	$(PY) -m garden $(RUN_ARGS)
 
+# The suite spreads over the CPU's cores (pytest-xdist): most tests wait on a `python -m garden`
+# subprocess, so two workers on two cores finish in about half the time. TEST_WORKERS=0: one process.
+TEST_WORKERS ?= auto
 test: venv
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --durations=30
 
 venv-sdk: $(SDK_VENV)/.installed
 
