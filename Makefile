@@ -16,7 +16,7 @@ SDK_PLUGINS := $(filter-out plugins/graph/,$(PLUGINS))
 # What an IPU run imports, checked for Python 3.8 (the SDK's) by vermin
 SDK_SOURCES := garden $(addsuffix garden_*,$(SDK_PLUGINS)) tests/fake_poptorch
 
-.PHONY: venv run test registry coverage clean venv-sdk test-sdk check-py38
+.PHONY: venv run test test-fast registry coverage clean venv-sdk test-sdk check-py38
 
 venv: $(VENV)/.installed
 
@@ -38,6 +38,10 @@ run: venv
 TEST_WORKERS ?= auto
 test: venv
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --durations=30
+
+# Before every commit: all but the slow, torchrun and browser tests (pyproject's markers).
+test-fast: venv
+	$(PY) -m pytest -q -n $(TEST_WORKERS) -m "not slow and not distributed and not browser"
 
 venv-sdk: $(SDK_VENV)/.installed
 

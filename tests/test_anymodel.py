@@ -235,6 +235,7 @@ def test_the_hub_runs_record_the_full_commit_and_offline_nothing_cached_names_id
 
 
 @pytest.mark.slow
+@pytest.mark.distributed
 def test_a_two_stage_pipeline_step_of_an_hf_model_equals_the_local_step(checkpoints, tmp_path):
     """ALBERT's one layer sits on both stages: its gradients are summed across them, and the
     comparison catches a pipeline that does not sum them."""

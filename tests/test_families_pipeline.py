@@ -15,6 +15,9 @@ from conftest import garden_cli
 from equivalence import SGD_STEPS, Run, assert_same_steps, initial, read_run
 from test_pipeline import torchrun
 
+#: real torchrun ranks (deselect with -m 'not distributed')
+pytestmark = pytest.mark.distributed
+
 FAMILIES = [
     ("bert", "classify"),
     ("roberta", "mlm"),

@@ -15,6 +15,9 @@ import pytest
 from conftest import garden_cli
 from equivalence import SGD_STEPS, assert_same_steps, initial, mutation_env, read_run, step_mismatches
 
+#: real torchrun ranks (deselect with -m 'not distributed')
+pytestmark = pytest.mark.distributed
+
 ONE_STEP = ("model=vit", "task=classify", "preset=smoke", "weights=random", "trainer.max_steps=1", *SGD_STEPS,
             "trainer.lr=0.1", "trainer.eval=false", "data.batch_size=8")
 

@@ -20,6 +20,9 @@ from garden.registry import stage_summary
 from garden.schema import validate_registry
 from garden.serve import make_server
 
+#: a real chromium (deselect with -m 'not browser')
+pytestmark = pytest.mark.browser
+
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 if not CHROMIUM and not IN_CI:

@@ -13,6 +13,9 @@ from conftest import garden_cli
 from equivalence import SGD_STEPS, Run, assert_same_steps, initial, mutation_env, read_run, step_mismatches
 from test_pipeline import torchrun
 
+#: real torchrun ranks (deselect with -m 'not distributed')
+pytestmark = pytest.mark.distributed
+
 TWO_STEPS = ("model=vit", "task=classify", "preset=smoke", "weights=random", "trainer.max_steps=2", *SGD_STEPS,
              "trainer.lr=0.1", "trainer.eval=false", "data.batch_size=8")
 

@@ -131,6 +131,7 @@ def test_sigterm_stops_cleanly_after_a_checkpoint_and_resume_true_finds_the_run(
     assert_identical(tmp_path / "outputs/day/time", uninterrupted)
 
 
+@pytest.mark.distributed
 def test_a_killed_two_stage_pipeline_resumes_to_the_uninterrupted_weights(tmp_path):
     run(PIPELINE + ("hydra.run.dir=reference",), tmp_path, nproc=2)
     code, _ = interrupt(PIPELINE, tmp_path, "run", after_step=3, sig=signal.SIGKILL, nproc=2)

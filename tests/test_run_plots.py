@@ -157,6 +157,7 @@ def test_the_bar_counter_counts_what_was_drawn():
             assert bar_count(path) == n
 
 
+@pytest.mark.distributed
 def test_a_pipelined_run_draws_its_plan_and_each_stages_measured_time(tmp_path):
     from test_pipeline import torchrun
 
