@@ -9,8 +9,8 @@ WAV with its transcript in ``speech/transcripts.csv`` (``file,transcript,speaker
 audio and this script are dedicated to the public domain (CC0-1.0); see docs/speech_data.md.
 
     apt-get install -y espeak-ng
-    python garden/tasks/data/make_speech_data.py            # writes garden/tasks/data/speech/
-    python garden/tasks/data/make_speech_data.py --out DIR  # or somewhere else
+    python tools/data/make_speech_data.py            # writes garden/tasks/data/speech/
+    python tools/data/make_speech_data.py --out DIR  # or somewhere else
 
 The same espeak-ng version writes the same files; a different version may differ slightly.
 """
@@ -27,7 +27,8 @@ import numpy as np
 import soundfile
 from scipy.signal import resample_poly
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+#: where the shipped data lives: garden's built-in tasks read it from the installed package
+HERE = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "garden", "tasks", "data"))
 RATE = 16_000
 
 #: speaker name -> eSpeak NG voice (language + variant): three accents, male and female

@@ -10,8 +10,8 @@ country and city names are used only as ordinary place names.
 Standard library only and deterministic: every dataset uses its own seeded
 ``random.Random``, so running the script again writes byte-identical files.
 
-    python garden/tasks/data/make_text_data.py            # writes next to this file
-    python garden/tasks/data/make_text_data.py --out DIR  # writes somewhere else
+    python tools/data/make_text_data.py            # writes next to this file
+    python tools/data/make_text_data.py --out DIR  # writes somewhere else
 
 Files (see docs/data.md):
 
@@ -34,7 +34,8 @@ import random
 import re
 
 SEED = 20240611
-HERE = os.path.dirname(os.path.abspath(__file__))
+#: where the shipped data lives: garden's built-in tasks read it from the installed package
+HERE = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "garden", "tasks", "data"))
 
 
 def rng(name: str) -> random.Random:
@@ -1926,7 +1927,7 @@ def write_jsonl(path, rows):
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", default=HERE, help="output folder (default: next to this script)")
+    ap.add_argument("--out", default=HERE, help="output folder (default: garden/tasks/data)")
     args = ap.parse_args(argv)
     os.makedirs(args.out, exist_ok=True)
 

@@ -10,8 +10,8 @@ how much of the region the shape fills, where the ink sits); garden projects the
 ``visual_feat_dim`` with a seeded matrix when it loads them (:func:`project`). Questions
 ("what color is the circle?", "how many squares?", ...) are answerable from the regions.
 
-    python garden/tasks/data/make_vqa_data.py            # writes garden/tasks/data/vqa/
-    python garden/tasks/data/make_vqa_data.py --out DIR  # or somewhere else
+    python tools/data/make_vqa_data.py            # writes garden/tasks/data/vqa/
+    python tools/data/make_vqa_data.py --out DIR  # or somewhere else
 
 Output: ``vqa/regions.npz`` (``ids`` (S,), ``descriptors`` (S, 36, 16) float16, ``boxes``
 (S, 36, 4) float16 as x1, y1, x2, y2 in [0, 1]) and ``vqa/questions.json`` (a list of
@@ -28,7 +28,8 @@ import random
 import numpy as np
 from PIL import Image, ImageDraw
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+#: where the shipped data lives: garden's built-in tasks read it from the installed package
+HERE = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "garden", "tasks", "data"))
 SEED = 20240611
 SIZE = 96
 REGIONS = 36

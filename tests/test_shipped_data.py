@@ -1,0 +1,58 @@
+"""The datasets garden ships are what their generators in ``tools/data/`` write: regenerating them
+gives the same bytes, so a changed template or seed cannot drift from the data the recipes and
+declared results were measured on. The generators are tools, not runtime: the installed package
+holds only the data."""
+
+from __future__ import annotations
+
+import filecmp
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from conftest import ROOT
+
+DATA = ROOT / "garden" / "tasks" / "data"
+TOOLS = ROOT / "tools" / "data"
+
+
+def generate(script: str, out: Path) -> None:
+    result = subprocess.run([sys.executable, str(TOOLS / script), "--out", str(out)], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_regenerating_the_text_data_gives_the_shipped_bytes(tmp_path):
+    generate("make_text_data.py", tmp_path)
+    written = sorted(p.name for p in tmp_path.iterdir())
+    assert written == sorted(p.name for p in DATA.iterdir() if p.is_file())
+    _, differ, missing = filecmp.cmpfiles(DATA, tmp_path, written, shallow=False)
+    assert not differ and not missing, f"regenerate with: python tools/data/make_text_data.py ({differ})"
+
+
+def test_regenerating_the_vqa_data_gives_the_shipped_questions_and_regions(tmp_path):
+    generate("make_vqa_data.py", tmp_path)
+    assert (tmp_path / "questions.json").read_bytes() == (DATA / "vqa" / "questions.json").read_bytes()
+    # numpy stamps the write time into the .npz's zip headers: compare the arrays it holds
+    with np.load(tmp_path / "regions.npz") as new, np.load(DATA / "vqa" / "regions.npz") as shipped:
+        assert sorted(new.files) == sorted(shipped.files)
+        for name in new.files:
+            np.testing.assert_array_equal(new[name], shipped[name], err_msg=name)
+
+
+def test_the_shipped_speech_transcripts_are_the_generators_utterances():
+    # The audio needs espeak-ng (docs/speech_data.md); what was said is checked without it.
+    spec = importlib.util.spec_from_file_location("make_speech_data", TOOLS / "make_speech_data.py")
+    speech = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(speech)
+    rows = (DATA / "speech" / "transcripts.csv").read_text().splitlines()[1:]
+    expected = [f"{stem}.wav,{text},{speaker},{text if text in speech.DIGITS + speech.COMMANDS else '_unknown_'}"
+                for stem, text, speaker, _ in speech.utterances()]
+    assert rows == expected
+    assert sorted(p.name for p in (DATA / "speech").glob("*.wav")) == sorted(r.split(",")[0] for r in expected)
+
+
+def test_the_generators_are_not_installed_with_garden():
+    assert not list(DATA.rglob("*.py"))
