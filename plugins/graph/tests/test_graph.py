@@ -17,7 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, garden_cli
+from garden.pytest_plugin import garden_cli
+
+#: the graph plugin's source folder (plugins/graph)
+PLUGIN = Path(__file__).resolve().parents[1]
 
 MODELS = {
     "cluster_gcn": "node-classify",
@@ -44,7 +47,7 @@ def smoke_runs(tmp_path_factory):
 
 def test_the_plugin_builds_a_wheel_on_its_own_with_its_configs_and_entry_point(tmp_path):
     source = tmp_path / "src"  # a copy, so the in-tree build leaves nothing in the repository
-    shutil.copytree(ROOT / "plugins" / "graph", source, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
+    shutil.copytree(PLUGIN, source, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
     subprocess.run([sys.executable, "-m", "pip", "wheel", str(source), "--no-deps", "--no-build-isolation", "-q",
                     "-w", str(tmp_path)], check=True, capture_output=True)
     [wheel] = tmp_path.glob("garden_graph-*.whl")
