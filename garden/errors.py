@@ -6,9 +6,10 @@ exits non-zero, so messages name the bad value, where it came from, and what wou
 
 from __future__ import annotations
 
+import importlib
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Iterator
+from typing import Any, Iterator
 
 
 class GardenError(Exception):
@@ -41,6 +42,23 @@ class WeightsError(GardenError):
 
 class BackendError(GardenError):
     """A backend that cannot run here (no torchrun, no Poplar SDK, ...)."""
+
+
+class MissingPackageError(ConfigError):
+    """A package only some tasks need is not installed (the core does not depend on it)."""
+
+
+def needs(module: str, package: str, what: str) -> Any:
+    """Import ``module`` for ``what``, or stop in one line naming the package that provides it.
+
+    The core depends on no task's libraries (audio I/O, text metrics, scikit-learn): the plugins
+    whose tasks need them declare them, so a core-only install lists, searches and runs the rest.
+    """
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise MissingPackageError(f"{what} needs {package}, which is not installed; pip install {package} "
+                                  f"(or install the plugin that uses it, which depends on it)") from None
 
 
 class Unreadable:

@@ -162,3 +162,40 @@ def test_the_new_task_and_domain_are_listed_with_their_plugin(tabular, tmp_path)
     document = json.loads(path.read_text())
     assert {"name": "tabular-regress", "domain": "tabular", "plugin": "garden-tabular"}.items() \
         <= next(t for t in document["tasks"] if t["name"] == "tabular-regress").items()
+
+
+#: what only some tasks need; the core must run without any of it
+TASK_LIBRARIES = ("sklearn", "soundfile", "scipy", "sacrebleu", "rouge_score")
+
+HIDE = f'''
+"""Hide the task libraries, as a core-only install lacks them: imports fail, probes find nothing."""
+import importlib.util
+import sys
+
+HIDDEN = {TASK_LIBRARIES!r}
+
+
+class Hidden:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in HIDDEN:
+            raise ModuleNotFoundError(f"No module named {{name!r}}", name=name)
+        return None
+
+
+probe = importlib.util.find_spec
+importlib.util.find_spec = lambda name, package=None: None if name.split(".")[0] in HIDDEN else probe(name, package)
+sys.meta_path.insert(0, Hidden())
+'''
+
+
+def test_without_the_task_libraries_the_core_lists_and_runs_a_plugins_own_task(tabular, plugin_site, tmp_path):
+    site, _ = plugin_site
+    (site / "sitecustomize.py").write_text(HIDE)
+    assert garden_cli("list", "--json", env=tabular).returncode == 0
+    assert garden_cli("search", "regress", env=tabular).returncode == 0
+    trained = garden_cli("model=ridge", "task=tabular-regress", "preset=smoke", cwd=tmp_path, env=tabular)
+    assert trained.returncode == 0, trained.output
+    # a task that needs a hidden library says which package, in one line
+    audio = garden_cli("model=wav2vec2", "task=asr", "preset=smoke", "weights=random", cwd=tmp_path, env=tabular)
+    assert audio.returncode != 0 and audio.stderr.strip().count("\n") == 0, audio.output
+    assert "needs soundfile, which is not installed; pip install soundfile" in audio.stderr

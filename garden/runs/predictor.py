@@ -26,7 +26,7 @@ from typing import Any, Iterable, Sequence
 
 from garden.backends import select_backend
 from garden.config import compose
-from garden.errors import DataError
+from garden.errors import DataError, needs
 from garden.runs.data import loader
 from garden.runs.loops import inference_plan
 from garden.runs.prepared import entry_of, prepare
@@ -128,8 +128,8 @@ def to_numpy(item: Any) -> Any:
 
 def write_wave(samples: Any, rate: int, stem: Path) -> str:
     import numpy as np
-    import soundfile
 
+    soundfile = needs("soundfile", "soundfile", "writing audio")
     array = np.asarray(to_numpy(samples) if to_numpy(samples) is not None else samples, dtype="float32")
     if array.ndim == 2 and array.shape[0] <= 2 < array.shape[1]:  # channels first, as torchaudio has it
         array = array.T

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-from garden.errors import ConfigError, DataError, unreadable
+from garden.errors import ConfigError, DataError, needs, unreadable
 from garden.tasks.base import Classification, Task, TaskData, limit, split
 
 AUDIO_SUFFIXES = (".wav", ".flac", ".ogg")
@@ -65,8 +65,8 @@ class AudioReader:
     def read(self, path: Path) -> Any:
         """The file's samples as mono float32 at ``rate``, or ``None`` for a skipped file."""
         import numpy as np
-        import soundfile
 
+        soundfile = needs("soundfile", "soundfile", "reading audio")
         try:
             audio, rate = soundfile.read(str(path), dtype="float32", always_2d=True)
         except Exception as err:  # soundfile raises several types for missing and corrupt files
@@ -75,8 +75,7 @@ class AudioReader:
             return None
         audio = audio.mean(axis=1)
         if rate != self.rate:
-            from scipy.signal import resample_poly
-
+            resample_poly = needs("scipy.signal", "scipy", "resampling audio").resample_poly
             step = math.gcd(rate, self.rate)
             audio = resample_poly(audio, self.rate // step, rate // step).astype(np.float32)
             self.resampled[rate] = self.resampled.get(rate, 0) + 1

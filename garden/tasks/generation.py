@@ -27,7 +27,7 @@ import math
 from pathlib import Path
 from typing import Any, Sequence
 
-from garden.errors import ConfigError, DataError
+from garden.errors import ConfigError, DataError, needs
 from garden.tasks.base import Task, TaskData, batches, limit, split
 from garden.text import (
     check_fields,
@@ -380,12 +380,8 @@ def scores(hypothesis: str, reference: str) -> dict[str, float]:
     """ROUGE-L F1 (0-1) and sentence BLEU (0-100, smoothed) of one generated text."""
     import logging
 
-    try:
-        import sacrebleu
-        from rouge_score import rouge_scorer
-    except ImportError as err:
-        raise ConfigError(f"seq2seq scores need rouge-score and sacrebleu ({err.name} is missing); "
-                          f"pip install rouge-score sacrebleu") from None
+    sacrebleu = needs("sacrebleu", "sacrebleu", "scoring generated text (BLEU)")
+    rouge_scorer = needs("rouge_score.rouge_scorer", "rouge-score", "scoring generated text (ROUGE-L)")
     logging.getLogger("absl").setLevel(logging.WARNING)  # rouge-score logs every scorer it builds
     rouge = rouge_scorer.RougeScorer(["rougeL"]).score(reference, hypothesis)["rougeL"].fmeasure
     return {"rougeL": round(rouge, 4), "bleu": round(sacrebleu.sentence_bleu(hypothesis, [reference]).score, 2)}

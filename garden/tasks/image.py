@@ -12,7 +12,7 @@ import io
 from pathlib import Path
 from typing import Any
 
-from garden.errors import DataError, unreadable
+from garden.errors import DataError, needs, unreadable
 from garden.tasks.base import Classification, TaskData, limit, split
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".webp", ".tif", ".tiff")
@@ -22,9 +22,8 @@ def digits() -> tuple[list[Any], list[int], tuple[str, ...]]:
     """scikit-learn's handwritten digits as RGB PIL images."""
     import numpy as np
     from PIL import Image
-    from sklearn.datasets import load_digits
 
-    bunch = load_digits()
+    bunch = needs("sklearn.datasets", "scikit-learn", "the default image data (scikit-learn's digits)").load_digits()
     pixels = (bunch.images * (255.0 / 16.0)).astype(np.uint8)
     images = [Image.fromarray(p, mode="L").convert("RGB") for p in pixels]
     return images, [int(t) for t in bunch.target], tuple(str(n) for n in bunch.target_names)
