@@ -132,3 +132,17 @@ def test_the_schema_wants_a_full_commit_beside_every_hub_id_and_names_the_varian
     assert validate_registry(document) == [f"{where}: '3f49326' does not match '^[0-9a-f]{{40}}$'"]
     document["models"][vit]["variants"][base]["revision"] = None
     assert validate_registry(document) == [f"{where}: None is not of type 'string'"]
+
+
+def test_the_readmes_models_table_is_generated_from_the_registry():
+    import importlib.util
+
+    script = ROOT / "tools" / "models_table.py"
+    checked = subprocess.run([sys.executable, str(script), "--check"], capture_output=True, text=True)
+    assert checked.returncode == 0, checked.stderr
+    spec = importlib.util.spec_from_file_location("models_table", script)
+    table = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(table)
+    document = json.loads((ROOT / "registry.json").read_text())
+    document["models"].append({"name": "convnext", "domain": "vision", "plugin": "garden-convnext", "tasks": ["classify"]})
+    assert "convnext (`garden-convnext`)" in table.render(document)  # a new plugin's model reaches the README
