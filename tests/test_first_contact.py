@@ -5,7 +5,7 @@ what it leaves on disk; most fail before torch loads, so they cost a second or t
 | command | exit | the line (a part that names the cause and the fix) | on disk afterwards |
 |---|---|---|---|
 | ``python -m garden`` | 2 | usage | nothing |
-| ``registry serve --port 99999`` | 2 | 99999 is not a port number; give one from 1 to 65535 | nothing |
+| ``registry serve --port 99999`` | 2 | 99999 is not a port number; give one from 1 to 65535 (0: any free port) | nothing |
 | ``model=VIT task=classify`` | 2 | did you mean vit? | nothing |
 | ``model=vit ...`` with ``GARDEN_DISABLE_PLUGINS=garden-vit`` | 2 | plugin garden-vit is disabled by GARDEN_DISABLE_PLUGINS | nothing |
 | ``trainer.max_steps=-5``, ``data.batch_size=0``/``-3``, ``trainer.lr=-1``, ``data.limit=0``, ... | 2 | KEY=VALUE is out of range (what it means); give ... | nothing |
@@ -37,7 +37,7 @@ REFUSED = 2  # bad input is a usage error, as argparse and Hydra exit with
 MATRIX = [
     ((), {}, REFUSED, "usage: python -m garden COMMAND"),
     (("registry", "serve", "--port", "99999"), {}, REFUSED,
-     "registry: argument --port: 99999 is not a port number; give one from 1 to 65535"),
+     "registry: argument --port: 99999 is not a port number; give one from 1 to 65535 (0: any free port)"),
     (("list", "--bogus"), {}, REFUSED, "unrecognized arguments: --bogus"),
     (("model=VIT", "task=classify"), {}, REFUSED, "unknown model 'VIT' (model=VIT); did you mean vit?"),
     (("model=vit", "task=classify"), {"GARDEN_DISABLE_PLUGINS": "garden-vit"}, REFUSED,

@@ -176,12 +176,12 @@ def test_plugin_check_names_the_broken_points_of_a_plugin_that_loads(env):
         (found,) = [ln for ln in lines if ln[2:].startswith(prefix)]
         return found
 
-    assert line("leaky/classify: stage blocks own every parameter").startswith("✗")
-    assert "vit.layernorm.weight" in line("leaky/classify: stage blocks own every parameter")
+    assert line("leaky/classify: stage blocks hold every parameter").startswith("✗")
+    assert "vit.layernorm.weight" in line("leaky/classify: stage blocks hold every parameter")
     for skipped in ("stage blocks in order compute", "a 2-stage plan"):  # both need the coverage
         assert line(f"leaky/classify: {skipped}").startswith("- ")
     assert line("leaky/classify: a batch goes forward and backward").startswith("✓")
-    assert line("skippy/classify: stage blocks own every parameter").startswith("✓")
+    assert line("skippy/classify: stage blocks hold every parameter").startswith("✓")
     assert "outputs differ" in line("skippy/classify: stage blocks in order compute the model's forward")
     assert line("skippy/classify: a 2-stage plan").startswith("✗")
     assert lines[-1] == "12 passed, 3 failed, 2 skipped"

@@ -179,13 +179,14 @@ class Parser(argparse.ArgumentParser):
 
 
 def port(text: str) -> int:
-    """A TCP port number, 1 to 65535."""
+    """A TCP port number, 1 to 65535, or 0: any free port (the address is printed)."""
     try:
         number = int(text)
     except ValueError:
         number = -1
-    if not 1 <= number <= 65535:
-        raise argparse.ArgumentTypeError(f"{text} is not a port number; give one from 1 to 65535, e.g. --port 8000")
+    if not 0 <= number <= 65535:
+        raise argparse.ArgumentTypeError(f"{text} is not a port number; give one from 1 to 65535 (0: any free "
+                                         f"port), e.g. --port 8000")
     return number
 
 
