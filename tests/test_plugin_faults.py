@@ -185,7 +185,7 @@ def test_plugin_check_names_the_broken_points_of_a_plugin_that_loads(env):
     assert "outputs differ" in line("skippy/classify: stage blocks in order compute the model's forward")
     assert line("skippy/classify: a 2-stage plan").startswith("✗")
     assert lines[-1] == "12 passed, 3 failed, 2 skipped"
-    assert "error: plugin check garden-flawed: leaky/classify: stage blocks own" in result.stderr
+    assert "error: plugin check garden-flawed: leaky/classify: stage blocks hold" in result.stderr
 
 
 def test_plugin_check_names_a_hub_variant_not_pinned_to_a_full_commit(plugin_site):
