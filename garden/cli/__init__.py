@@ -222,7 +222,7 @@ def parser() -> argparse.ArgumentParser:
     rg.add_argument("names", nargs="*", help="models to measure (registry measure; default all)")
     rg.add_argument("--json", action="store_true")
     rg.add_argument("--write", action="store_true", help="registry measure: write each plugin's measurements.json")
-    rg.add_argument("--path", default="registry.json")
+    rg.add_argument("--path", default=None, help="registry.json (default); serve without one shows the installed plugins")
     rg.add_argument("--port", type=port, default=8000)
     rg.set_defaults(func=cmd_registry)
     pu = sub.add_parser("push")

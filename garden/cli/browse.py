@@ -17,6 +17,7 @@ from typing import Any
 
 from garden import registry
 from garden.compat import strip_prefix
+from garden.errors import ConfigError
 from garden.plugins import discover
 
 
@@ -162,10 +163,12 @@ def cmd_tasks(args: argparse.Namespace) -> int:
 
 def cmd_registry(args: argparse.Namespace) -> int:
     """``registry build|check|serve`` (``registry measure`` builds models: :mod:`garden.cli` runs it)."""
-    path = Path(args.path)
+    path = Path(args.path or "registry.json")
     if args.action == "serve":
         from garden.serve import serve  # http.server: only for this command
 
+        if args.path and not path.is_file():  # a file the user named: not the installed plugins instead
+            raise ConfigError(f"{path} does not exist; run: python -m garden registry build --path {path}")
         serve(path, args.port)
         return 0
     if args.names:
