@@ -28,7 +28,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from garden import __version__
-from garden.compat import package_files, strip_prefix
+from garden.compat import package_files, resolve_name, strip_prefix
 from garden.errors import ConfigError
 from garden.hookspecs import API_VERSION
 from garden.plugins import discover
@@ -201,7 +201,6 @@ def measure_hub_model(source: str) -> dict:
     random-init model of the real size, when it has under a billion parameters)."""
     import dataclasses
     import json
-    import pkgutil
 
     import torch
     from torch.utils.flop_counter import FlopCounterMode
@@ -223,12 +222,12 @@ def measure_hub_model(source: str) -> dict:
     tiny = {**config, **shrink(config), **keep, "model_type": entry.family}
     tiny = {k: v for k, v in tiny.items() if k not in ("architectures", "transformers_version", "_name_or_path",
                                                       "id2label", "label2id", "auto_map")}
-    family = pkgutil.resolve_name(entry.builder)()
+    family = resolve_name(entry.builder)()
     task = entry.tasks[0]
     labels = ("a", "b") if task in ("classify", "token-classify", "audio-classify") else None
     spec = BuildSpec(entry=entry, variant=dataclasses.replace(variant, config=tiny), task=task, labels=labels)
     family.preprocessor(dataclasses.replace(spec, weights_dir=None))
-    task_object = pkgutil.resolve_name(family.tasks[task])(family)
+    task_object = resolve_name(family.tasks[task])(family)
     torch.manual_seed(0)
     model = family.build(spec).eval()
     probe = probe_inputs(model, task_object, family.processor, batch=1)

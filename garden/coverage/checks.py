@@ -29,6 +29,8 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from garden.compat import resolve_name
+
 CHECKS = ("build", "train", "infer", "reload", "plan", "pipeline", "ipu")
 #: one row per Auto mapping: garden's task name, except ``image-classify``, which is garden's
 #: ``classify`` of an image classifier (transformers keeps text and image classifiers apart)
@@ -96,8 +98,6 @@ def run_check(case: Case, name: str, fn: Any) -> bool:
 
 def prepare_case(model_type: str, row: str) -> Case:
     """Config shrunk, family, task object, model built from seed 0, probe inputs and targets."""
-    import pkgutil
-
     import torch
 
     from garden.coverage.shrink import tiny_config
@@ -122,7 +122,7 @@ def prepare_case(model_type: str, row: str) -> Case:
         family.audio_input = extractor.model_input_names[0]
         family.audio_inputs = tuple(n for n in (family.audio_input, "attention_mask") if n in forward)
     case.family, case.spec = family, spec
-    case.task = pkgutil.resolve_name(family.tasks[task_name])(family)
+    case.task = resolve_name(family.tasks[task_name])(family)
     if task_name == "asr":
         case.task.tokenizer = SimpleNamespace(pad_token_id=getattr(config, "pad_token_id", None) or 0)
     torch.manual_seed(0)
