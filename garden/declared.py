@@ -1,6 +1,9 @@
-"""What a plugin declares about its models as generated data: recipe results and measured sizes.
+"""What a plugin declares about its models: the curated facts, and generated results and sizes.
 
-Two files beside the plugin module, each written by a command and never by hand:
+Three files beside the plugin module. ``models.yaml`` is the curator's: each model's entry (name,
+family, domain, tasks, builder, variants with their pinned Hub revisions and configs, published
+layouts, paper, license), so the plugin's ``garden_models()`` is one line,
+``return DECLARED.models()``. The other two are written by a command and never by hand:
 
 - ``results.json`` (``python bench/results.py --write``): per model, its recipe's held-out
   metrics, the baseline they beat, the command that reproduces them and where they were
@@ -11,8 +14,13 @@ Two files beside the plugin module, each written by a command and never by hand:
 A plugin reads them when it builds its entries, so no number is pasted into Python::
 
     DECLARED = Declared.beside(__file__)
-    Variant("tiny", config=TINY, **DECLARED.sizes("bert", "tiny"))
-    ModelEntry(..., results=DECLARED.results("bert"))
+
+    @hookimpl
+    def garden_models():
+        return DECLARED.models()        # models.yaml, with the sizes and results filled in
+
+(or, for entries built in Python, ``Variant("tiny", **DECLARED.sizes("bert", "tiny"))`` and
+``ModelEntry(..., results=DECLARED.results("bert"))``).
 
 A missing file, model or variant declares nothing: sizes stay ``None``, results empty, until the
 command writes them. No torch here: ``list`` reads these through discovery.
@@ -30,9 +38,11 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Mapping
 
+from garden.entries import ModelEntry, Variant
 from garden.errors import PluginError
 from garden.files import write_atomic
 
+MODELS = "models.yaml"
 RESULTS = "results.json"
 MEASUREMENTS = "measurements.json"
 #: the Variant fields measurements.json holds
@@ -75,6 +85,38 @@ class Declared:
         """``params``, ``flops``, ``flops_input`` and ``file_size`` of one variant, as Variant keywords."""
         measured = self.measurement_documents["models"].get(model, {}).get("variants", {}).get(variant, {})
         return {k: measured[k] for k in SIZES if k in measured}
+
+    def models(self) -> list[ModelEntry]:
+        """The entries of ``models.yaml``, each variant with its measured sizes and each model with
+        its declared results."""
+        file = self.folder / MODELS
+        try:
+            import yaml  # PyYAML: Hydra's own dependency; read only when a plugin declares this way
+
+            document = yaml.safe_load(file.read_text(encoding="utf-8"))
+        except OSError as err:
+            raise PluginError(f"cannot read {file} ({err.strerror}); the plugin's garden_models() reads it") from None
+        except yaml.YAMLError as err:
+            where = getattr(err, "problem_mark", None)
+            line = f", line {where.line + 1}" if where else ""
+            raise PluginError(f"{file} is not valid YAML ({getattr(err, 'problem', err)}{line})") from None
+        if not isinstance(document, dict) or not isinstance(document.get("models"), list):
+            raise PluginError(f"{file} holds no \"models:\" list of entries")
+        return [self.entry(file, fields) for fields in document["models"]]
+
+    def entry(self, file: Path, fields: Mapping[str, Any]) -> ModelEntry:
+        """One ``models.yaml`` entry as a :class:`ModelEntry`; a wrong field names itself and the file."""
+        fields = dict(fields)
+        name = fields.get("name", "?")
+        try:
+            variants = tuple(Variant(**{**dict(v), **self.sizes(name, v.get("name", "?"))})
+                             for v in fields.pop("variants", ()))
+            layouts = {int(k): tuple(v) for k, v in (fields.pop("layouts", None) or {}).items()}
+            tasks = tuple(fields.pop("tasks", ()))
+            return ModelEntry(**fields, tasks=tasks, variants=variants, layouts=layouts, results=self.results(name))
+        except TypeError as err:  # an unknown or missing field: dataclasses say which
+            raise PluginError(f"{file}: model '{name}': {err}; the fields are ModelEntry's and Variant's "
+                              f"(garden.entries)") from None
 
 
 def write_results(folder: Path, model: str, results: list[dict[str, Any]]) -> Path:

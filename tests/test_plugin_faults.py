@@ -55,9 +55,10 @@ from pathlib import Path
 from garden.entries import ModelEntry, Variant
 from garden.hookspecs import Block, hookimpl
 from garden_vit.family import ViT
-from garden_vit.plugin import TINY
+from garden_vit.plugin import DECLARED
 
 GARDEN_API_VERSION = "1.0"
+TINY = DECLARED.models()[0].variant("tiny").config
 
 
 def entry(name, builder, about):

@@ -151,3 +151,32 @@ def test_a_broken_declared_file_names_itself_and_the_command_that_rewrites_it(tm
         Declared.beside(tmp_path / "plugin.py")
     assert str(err.value) == (f"{tmp_path / 'measurements.json'} is not JSON (Expecting property name enclosed in "
                               "double quotes, line 1); regenerate it with python -m garden registry measure --write")
+
+
+def test_models_yaml_declares_entries_with_their_measured_sizes_and_results(tmp_path):
+    from garden.declared import Declared
+
+    (tmp_path / "models.yaml").write_text(
+        "models:\n- name: toy\n  family: toy\n  domain: tabular\n  description: a toy\n  tasks: [classify]\n"
+        "  builder: toy:Toy\n  layouts:\n    2: [1, 1]\n  variants:\n  - name: tiny\n    config: {width: 4}\n")
+    (tmp_path / "measurements.json").write_text(json.dumps(
+        {"models": {"toy": {"variants": {"tiny": {"params": 9, "flops": 18, "flops_input": "1 row", "file_size": 36}}}}}))
+    (tmp_path / "results.json").write_text(json.dumps({"models": {"toy": [{"task": "classify", "metrics": {"a": 1}}]}}))
+    [entry] = Declared.beside(tmp_path / "plugin.py").models()
+    assert (entry.name, entry.tasks, entry.layouts, entry.results[0]["metrics"]) == ("toy", ("classify",), {2: (1, 1)}, {"a": 1})
+    assert (entry.variant("tiny").params, dict(entry.variant("tiny").config)) == (9, {"width": 4})
+
+
+@pytest.mark.parametrize("text, says", [
+    ("models:\n- name: toy\n  colour: red\n", "models.yaml: model 'toy': "),
+    ("models:\n- name: [toy\n", "models.yaml is not valid YAML"),
+    ("name: toy\n", "holds no \"models:\" list"),
+])
+def test_a_wrong_models_yaml_names_the_file_and_the_problem(tmp_path, text, says):
+    from garden.declared import Declared
+    from garden.errors import PluginError
+
+    (tmp_path / "models.yaml").write_text(text)
+    with pytest.raises(PluginError, match="models.yaml") as refused:
+        Declared.beside(tmp_path / "plugin.py").models()
+    assert says in str(refused.value) and "\n" not in str(refused.value)
