@@ -16,7 +16,7 @@ SDK_PLUGINS := $(filter-out plugins/graph/,$(PLUGINS))
 # What an IPU run imports, checked for Python 3.8 (the SDK's) by vermin
 SDK_SOURCES := garden $(addsuffix garden_*,$(SDK_PLUGINS)) tests/fake_poptorch
 
-.PHONY: venv run test test-fast registry coverage clean venv-sdk test-sdk check-py38
+.PHONY: venv run test test-fast durations registry coverage clean venv-sdk test-sdk check-py38
 
 venv: $(VENV)/.installed
 
@@ -39,9 +39,14 @@ TEST_WORKERS ?= auto
 test: venv
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --durations=30
 
-# Before every commit: all but the slow, torchrun and browser tests (pyproject's markers).
+# Before every commit: all but the slow, torchrun and browser tests (pyproject's markers; slow is
+# every test over 5 s in tests/durations.json, see conftest.py).
 test-fast: venv
 	$(PY) -m pytest -q -n $(TEST_WORKERS) -m "not slow and not distributed and not browser"
+
+# The whole suite, recording each test's seconds in tests/durations.json (which test-fast reads)
+durations: venv
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --record-durations tests/durations.json
 
 venv-sdk: $(SDK_VENV)/.installed
 
