@@ -47,12 +47,13 @@ from garden_vit import plugin as vit
 from garden.hookspecs import hookimpl
 
 GARDEN_API_VERSION = "1.0"
-TINY = dataclasses.replace(vit.VIT.variants[0], flops=1)
+[VIT] = vit.DECLARED.models()
+TINY = dataclasses.replace(VIT.variant("tiny"), flops=1)
 
 
 @hookimpl
 def garden_models():
-    return [dataclasses.replace(vit.VIT, variants=(TINY,), default="tiny")]
+    return [dataclasses.replace(VIT, variants=(TINY,), default="tiny")]
 
 
 @hookimpl
@@ -84,12 +85,13 @@ from garden.hookspecs import hookimpl
 GARDEN_API_VERSION = "1.0"
 DECLARED = Declared.beside(__file__)
 UNKNOWN = {"params": None, "flops": None, "flops_input": None, "file_size": None}
-TINY = dataclasses.replace(vit.VIT.variants[0], **{**UNKNOWN, **DECLARED.sizes("vit", "tiny")})
+[VIT] = vit.DECLARED.models()
+TINY = dataclasses.replace(VIT.variant("tiny"), **{**UNKNOWN, **DECLARED.sizes("vit", "tiny")})
 
 
 @hookimpl
 def garden_models():
-    return [dataclasses.replace(vit.VIT, variants=(TINY,), default="tiny", results=())]
+    return [dataclasses.replace(VIT, variants=(TINY,), default="tiny", results=())]
 
 
 @hookimpl
