@@ -40,7 +40,7 @@ test: venv
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --durations=30
 
 # Before every commit: all but the slow, torchrun and browser tests (pyproject's markers; slow is
-# every test over 2 s in tests/durations.json, see conftest.py).
+# every test over 1 s in tests/durations.json, see conftest.py).
 test-fast: venv
 	$(PY) -m pytest -q -n $(TEST_WORKERS) -m "not slow and not distributed and not browser"
 

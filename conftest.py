@@ -20,7 +20,7 @@ import pytest
 
 DURATIONS = Path(__file__).resolve().parent / "tests" / "durations.json"
 #: a test slower than this on the recording machine (2 cores) is ``slow``
-SLOW_S = 2.0
+SLOW_S = 1.0
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
