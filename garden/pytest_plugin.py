@@ -8,6 +8,13 @@ plugin, so a plugin's tests use the fixtures without a conftest::
         result = cli("model=mymodel", "task=classify", "preset=smoke", "weights=random")
         assert result.returncode == 0, result.output
 
+Runs fork from a server that has already imported torch and transformers (:data:`PRELOAD`), so a
+test's ``python -m garden model=...`` costs the run, not 5-10 s of imports: each run is still its
+own process (its own pid, signals, exit status, fresh garden modules, its own stdout and stderr).
+Commands that promise not to import torch (``list``, ``show``, ...), and runs given an environment
+variable the preloaded libraries read when they load, start a fresh interpreter instead;
+``GARDEN_TEST_FRESH_PROCESS=1`` makes every call do so.
+
 Standard library and pytest only: it is imported at every pytest start.
 """
 
@@ -16,13 +23,14 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-__all__ = ["Result", "cli", "garden_cli", "make_distribution", "plugin_site"]
+__all__ = ["Result", "cli", "garden_cli", "garden_ranks", "make_distribution", "plugin_site"]
 
 
 @dataclass
@@ -36,13 +44,148 @@ class Result:
         return self.stdout + self.stderr
 
 
+#: Libraries runs import that read no per-run setting while loading, imported once by the server
+#: (one that is not installed is skipped). transformers' model modules load on first use.
+PRELOAD = ("torch", "transformers", "transformers.modeling_utils", "transformers.processing_utils",
+           "transformers.image_processing_utils", "transformers.feature_extraction_utils",
+           "transformers.tokenization_utils_base", "transformers.models.auto.modeling_auto", "hydra",
+           "omegaconf", "safetensors.torch", "huggingface_hub", "tokenizers", "numpy", "PIL.Image", "rich.console",
+           "pluggy", "pytest", "matplotlib.pyplot", "sklearn.metrics", "scipy.signal", "scipy.stats", "soundfile",
+           "torch_geometric", *(f"transformers.models.{family}.modeling_{family}" for family in (
+               "bert", "roberta", "camembert", "deberta", "deberta_v2", "gpt2", "bart", "t5", "vit", "lxmert",
+               "hubert", "wav2vec2")))
+#: Variables a forked run may set: garden and rich read them at run time, after the fork (pytest
+#: names the current test in one)
+RUN_TIME_ENV = frozenset({"COLUMNS", "GARDEN_PLUGINS", "GARDEN_DISABLE_PLUGINS", "GARDEN_STRICT_PLUGINS",
+                          "GARDEN_NOTEBOOK_URL", "PYTEST_CURRENT_TEST"})
+#: Commands that import no torch (tests check it), run in a fresh interpreter
+FRESH_COMMANDS = frozenset({"list", "show", "search", "registry", "plugin", "notebook", "help", "-h", "--help"})
+BASE_ENV = {"HF_HUB_OFFLINE": "1", "HF_HUB_DISABLE_TELEMETRY": "1", "COLUMNS": "200", "TRANSFORMERS_VERBOSITY": "error"}
+
+
 def garden_cli(*args: str, cwd: Path | None = None, env: dict | None = None, timeout: float = 300) -> Result:
-    """Run ``python -m garden ARGS`` in a fresh interpreter, as a user would (offline, in ``cwd``)."""
-    full_env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HUB_DISABLE_TELEMETRY": "1", "COLUMNS": "200",
-                "TRANSFORMERS_VERBOSITY": "error", **(env or {})}
+    """Run ``python -m garden ARGS`` in a process of its own, as a user would (offline, in ``cwd``)."""
+    full_env = {**os.environ, **BASE_ENV, **(env or {})}
+    cwd = Path(cwd or os.getcwd())
+    if _forks(args, full_env):
+        return _forked(args, cwd, full_env, timeout)
     proc = subprocess.run([sys.executable, "-m", "garden", *args], cwd=cwd, env=full_env,
                           capture_output=True, text=True, timeout=timeout)
     return Result(proc.returncode, proc.stdout, proc.stderr)
+
+
+_server: dict = {}  # the fork server's multiprocessing context and the environment it started with
+
+
+def _forks(args: tuple[str, ...], env: dict) -> bool:
+    if not args or args[0] in FRESH_COMMANDS or os.environ.get("GARDEN_TEST_FRESH_PROCESS") == "1":
+        return False
+    started = _server.get("env", {**os.environ, **BASE_ENV})
+    changed = {k for k in env.keys() | started.keys() if env.get(k) != started.get(k)}
+    return changed <= RUN_TIME_ENV
+
+
+def _fork_server():
+    """The multiprocessing context whose server has imported :data:`PRELOAD` (started once)."""
+    import multiprocessing
+
+    if not _server:
+        context = multiprocessing.get_context("forkserver")
+        context.set_forkserver_preload(list(PRELOAD))
+        saved = dict(os.environ)
+        os.environ.update(BASE_ENV)  # what the server's preloaded libraries read as they load
+        try:
+            first = context.Process(target=int)  # starts the server with this environment
+            first.start(), first.join()
+        finally:
+            os.environ.clear(), os.environ.update(saved)
+        _server.update(context=context, env={**saved, **BASE_ENV})
+    return _server["context"]
+
+
+def _forked(args: tuple[str, ...], cwd: Path, env: dict, timeout: float) -> Result:
+    with tempfile.TemporaryDirectory() as tmp:
+        out, err = Path(tmp, "stdout"), Path(tmp, "stderr")
+        process = _fork_server().Process(target=_run_garden, args=(list(args), str(cwd), env, str(out), str(err)))
+        process.start()
+        process.join(timeout)
+        if process.exitcode is None:
+            process.kill(), process.join()
+            raise subprocess.TimeoutExpired(["python", "-m", "garden", *args], timeout)
+        read = lambda path: path.read_text(errors="replace") if path.exists() else ""  # noqa: E731
+        return Result(process.exitcode, read(out), read(err))  # -N when signal N stopped it, as subprocess says
+
+
+def garden_ranks(nproc: int, *args: str, cwd: Path, timeout: float = 300) -> Result:
+    """``torchrun --standalone --nproc-per-node=NPROC -m garden ARGS`` without the launcher: NPROC
+    ranks forked from the server with torchrun's variables (``RANK``, ``WORLD_SIZE``, a free
+    ``MASTER_PORT``, ...), joined in a real gloo process group. Exit status 0 when every rank
+    exits 0, else the failing rank's; stdout is rank 0's, stderr every rank's."""
+    import socket
+
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    env = {**os.environ, **BASE_ENV}
+    if not _forks(args, env):
+        raise RuntimeError(f"garden_ranks runs forked ranks only; use torchrun for {args} with this environment")
+    cluster = {"WORLD_SIZE": str(nproc), "LOCAL_WORLD_SIZE": str(nproc), "MASTER_ADDR": "127.0.0.1",
+               "MASTER_PORT": str(port), "GROUP_RANK": "0"}
+    with tempfile.TemporaryDirectory() as tmp:
+        ranks = []
+        for rank in range(nproc):
+            out, err = Path(tmp, f"{rank}.out"), Path(tmp, f"{rank}.err")
+            rank_env = {**env, **cluster, "RANK": str(rank), "LOCAL_RANK": str(rank)}
+            process = _fork_server().Process(target=_run_garden, args=(list(args), str(cwd), rank_env, str(out),
+                                                                             str(err)))
+            process.start()
+            ranks.append((process, out, err))
+        _join_all([process for process, _, _ in ranks], timeout, args)
+        failed = [process.exitcode for process, _, _ in ranks if process.exitcode]
+        code = next((code for code in failed if code > 0), failed[0] if failed else 0)  # not the ranks stopped after it
+        read = lambda path: path.read_text(errors="replace") if path.exists() else ""  # noqa: E731
+        return Result(code, read(ranks[0][1]),
+                      "".join(f"[rank {rank}]\n{read(err)}" for rank, (_, _, err) in enumerate(ranks)))
+
+
+def _join_all(processes: list, timeout: float, args: tuple[str, ...]) -> None:
+    """Wait for every rank; once one fails, the others (waiting on it in a collective) are stopped."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while any(process.exitcode is None for process in processes):
+        if time.monotonic() > deadline or any(process.exitcode for process in processes):
+            for process in processes:
+                if process.exitcode is None:
+                    process.kill()
+            for process in processes:
+                process.join()
+            if time.monotonic() > deadline:
+                raise subprocess.TimeoutExpired(["torchrun", "-m", "garden", *args], timeout)
+            return
+        processes[0].join(0.2)
+
+
+def _run_garden(args: list[str], cwd: str, env: dict, out: str, err: str) -> None:
+    """In the forked child: become ``python -m garden ARGS`` run in ``cwd`` with ``env``."""
+    import atexit
+    import runpy
+
+    os.environ.clear(), os.environ.update(env)
+    os.chdir(cwd)
+    for fd, path in ((1, out), (2, err)):
+        os.dup2(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644), fd)
+    sys.stdout = open(1, "w", encoding="utf-8", errors="backslashreplace", closefd=False)
+    sys.stderr = open(2, "w", encoding="utf-8", errors="backslashreplace", closefd=False, buffering=1)
+    for name in [m for m in sys.modules if m == "garden" or m.startswith(("garden.", "garden_"))]:
+        del sys.modules[name]  # imported fresh, as a new interpreter would, under this environment
+    sys.path[0] = cwd  # python -m puts the working directory first
+    sys.argv = ["-m", *args]
+    try:
+        runpy.run_module("garden", run_name="__main__", alter_sys=True)
+    finally:
+        atexit._run_exitfuncs()
+        sys.stdout.flush(), sys.stderr.flush()
 
 
 @pytest.fixture

@@ -1,6 +1,10 @@
-"""Every family's stage layout runs for real as a 2-stage pipeline under torchrun and gives the
-local run's numbers: the same update of every weight by a training step (relative to its size,
+"""Every family's stage layout runs for real as a 2-stage pipeline and gives the local run's
+numbers: the same update of every weight by a training step (relative to its size,
 tests/equivalence.py), the same eval loss.
+
+The two ranks are forked with torchrun's variables into a real gloo process group
+(:func:`garden.pytest_plugin.garden_ranks`), without torchrun's launcher and the imports of a
+fresh interpreter per rank; tests/test_pipeline.py runs the same backend under torchrun itself.
 
 Dropout is switched off (``+model.options.dropout=0``) so both runs draw no random masks.
 """
@@ -11,11 +15,12 @@ from pathlib import Path
 
 import pytest
 
+from garden.pytest_plugin import garden_ranks
+
 from conftest import garden_cli
 from equivalence import SGD_STEPS, Run, assert_same_steps, initial, read_run
-from test_pipeline import torchrun
 
-#: real torchrun ranks (deselect with -m 'not distributed')
+#: real ranks in a process group (deselect with -m 'not distributed')
 pytestmark = pytest.mark.distributed
 
 FAMILIES = [
@@ -47,7 +52,7 @@ def local_and_piped(steps: tuple[str, ...], where: Path, *piped_args: str) -> tu
     (where / "local").mkdir(), (where / "piped").mkdir()
     local = garden_cli(*steps, cwd=where / "local")
     assert local.returncode == 0, local.output
-    piped = torchrun(2, *steps, "backend=pipeline", *piped_args, cwd=where / "piped")
+    piped = garden_ranks(2, *steps, "backend=pipeline", *piped_args, cwd=where / "piped")
     assert piped.returncode == 0, piped.stdout[-3000:] + piped.stderr[-3000:]
     return before, read_run(where / "local"), read_run(where / "piped")
 

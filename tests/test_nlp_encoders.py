@@ -1,19 +1,28 @@
-"""BERT, RoBERTa, CamemBERT and DeBERTa end to end: every model x task trains (and lowers its loss)
-on garden's shipped data, its stage blocks compute exactly its forward, infer reads the user's
-sentences, Hub-format folders load, and bad input gets one clear line.
+"""Every installed encoder-only text family (a :class:`garden.families.encoders.EncoderFamily`: BERT
+and its kin) end to end, model x task: each trains (and lowers its loss) on garden's shipped data,
+its stage blocks compute exactly its forward, a smoke run passes from the command line, a
+Hub-format folder written by transformers' own head class loads to the same outputs, and the
+text tasks' own errors (a missing field, a too long row) get one clear line.
 
-Runs read each plugin's shipped tokenizer and stay small: tiny variants, 32 examples.
+The rows come from the installed registry (:mod:`installed`); what one model does of its own
+(infer, its task list) is tested in its plugin's ``tests/``. Runs read each
+plugin's shipped tokenizer and stay small: tiny variants, 32 examples.
 """
 
 from __future__ import annotations
 
-import json
 import pytest
 
-ROWS = [("bert", "classify"), ("bert", "token-classify"), ("bert", "qa"), ("bert", "mlm"),
-        ("roberta", "classify"), ("roberta", "mlm"), ("roberta", "qa"),
-        ("camembert", "classify"), ("camembert", "mlm"),
-        ("deberta", "classify"), ("deberta", "qa")]
+from installed import family_class, rows, vehicle
+
+
+def encoder_only(entry) -> bool:
+    from garden.families.encoders import EncoderFamily
+
+    return entry.domain == "nlp" and issubclass(family_class(entry), EncoderFamily)
+
+
+ROWS = rows(encoder_only)
 SMALL = ("preset=smoke", "weights=random", "data.limit=32", "data.eval_limit=8", "data.batch_size=8",
          "trainer.max_steps=24", "trainer.eval=false", "trainer.threads=1", "data.max_length=128")
 
@@ -44,6 +53,7 @@ def test_stage_blocks_compute_the_forward_exactly_and_own_every_parameter(model,
 
     import garden
     from garden.partition.stages import run_blocks, check_coverage
+    from garden.registry import task_entry
     from garden.runs import prepare
 
     prepared = prepare(garden.compose([f"model={model}", f"task={task}", "preset=smoke", "weights=random",
@@ -53,20 +63,14 @@ def test_stage_blocks_compute_the_forward_exactly_and_own_every_parameter(model,
     assert (batch["attention_mask"] == 0).any(), "the batch should hold padding"
     blocks = prepared.family.stage_blocks(net, task)
     check_coverage(net, blocks)
-    assert [b.kind for b in blocks] == ["embedding", "layer", "layer", "head"]
-    assert blocks[-1].tied_to == ("embeddings" if task == "mlm" else None)
+    assert [b.kind for b in blocks] == ["embedding", *["layer"] * net.config.num_hidden_layers, "head"]
+    tied = task_entry(garden.get_entry(model), task).tied_head  # the masked-LM head shares the token embeddings
+    assert blocks[-1].tied_to == ("embeddings" if tied else None)
     with torch.no_grad():
         expected = prepared.task.forward(net, batch)
         got = run_blocks(net, blocks, *prepared.task.inputs(batch))
     expected, got = (expected, got) if isinstance(expected, tuple) else ((expected,), (got,))
     assert len(got) == len(expected) and all(torch.equal(a, b) for a, b in zip(expected, got))
-
-
-def test_the_model_is_sized_to_the_trained_tokenizer(trained):
-    from transformers import AutoConfig, AutoTokenizer
-
-    folder = trained[("camembert", "classify")][1] / "model"
-    assert AutoConfig.from_pretrained(folder).vocab_size == len(AutoTokenizer.from_pretrained(folder)) < 1000
 
 
 @pytest.mark.parametrize("model, task", ROWS)
@@ -77,88 +81,41 @@ def test_a_smoke_run_from_the_command_line_passes(cli, model, task):
     assert f"{model} · {task} · train" in result.stdout
 
 
-def infer(trained, model, task, inputs, tmp_path):
-    import garden
-
-    garden.run([f"model={model}", f"task={task}", "mode=infer", "model.variant=tiny",
-                f"weights={trained[(model, task)][1] / 'model'}", f"infer.inputs={inputs}"], output_dir=tmp_path)
-    return [json.loads(line) for line in (tmp_path / "predictions.jsonl").read_text().splitlines()]
-
-
-def test_classify_infer_gives_each_sentence_its_labels_with_scores(trained, tmp_path):
-    lines = tmp_path / "reviews.txt"
-    lines.write_text("A warm and funny film.\nThe plot is a mess.\n")
-    rows = infer(trained, "bert", "classify", lines, tmp_path / "out")
-    assert [r["input"] for r in rows] == ["A warm and funny film.", "The plot is a mess."]
-    assert all(sorted(p["label"] for p in r["predictions"]) == ["0", "1"] for r in rows)
-    assert all(abs(sum(p["score"] for p in r["predictions"]) - 1) < 1e-4 for r in rows)
-
-
-def test_token_classify_infer_tags_every_word_and_spans_entities_by_character(trained, tmp_path):
-    text = "Viktor Farrell visited Kingsbridge University in India."
-    [row] = infer(trained, "bert", "token-classify", f"'{text}'", tmp_path / "out")
-    assert row["input"] == text and len(row["tags"]) == 8
-    for entity in row["predictions"]:
-        assert text[entity["start"]:entity["end"]] == entity["text"] and 0 <= entity["score"] <= 1
-
-
-def test_qa_infer_answers_with_a_span_of_the_context(trained, tmp_path):
-    questions = tmp_path / "q.jsonl"
-    context = "Tarnmoor was founded in 1672 by a band of farmers."
-    questions.write_text(json.dumps({"question": "Who founded Tarnmoor?", "context": context}) + "\n")
-    [row] = infer(trained, "bert", "qa", questions, tmp_path / "out")
-    [answer] = row["predictions"]
-    assert context[answer["start"]:answer["end"]] == answer["label"] and 0 <= answer["score"] <= 1
-
-
-def test_mlm_infer_fills_the_mask_with_the_top_k_tokens(trained, tmp_path):
-    [row] = infer(trained, "roberta", "mlm", "'The film is [MASK] clever.'", tmp_path / "out")
-    assert row["input"] == "The film is <mask> clever."
-    assert len(row["predictions"]) == 3 and len({p["position"] for p in row["predictions"]}) == 1
-    assert row["predictions"][0]["score"] >= row["predictions"][-1]["score"]
-
-
-@pytest.mark.parametrize("model, task, head", [("bert", "classify", "BertForSequenceClassification"),
-                                               ("roberta", "mlm", "RobertaForMaskedLM"),
-                                               ("deberta", "qa", "DebertaV2ForQuestionAnswering")])
-def test_a_local_hub_format_folder_loads_as_transformers_loads_it(tmp_path, model, task, head):
+@pytest.mark.parametrize("model, task", ROWS)
+def test_a_local_hub_format_folder_loads_as_transformers_loads_it(tmp_path, model, task):
+    """The folder holds what the family's head class for the task (``family.heads``) writes."""
     import torch
     import transformers
 
     import garden
+    from garden.hookspecs import BuildSpec
     from garden.runs import family_of
 
     entry = garden.get_entry(model)
     variant = entry.variant("tiny")
     family = family_of(entry)
-    config = getattr(transformers, family.config_class)(**dict(variant.config))
+    head = getattr(transformers, family.heads[task])
     torch.manual_seed(0)
-    getattr(transformers, head)(config).save_pretrained(tmp_path)
-    from garden.hookspecs import BuildSpec
-
+    head(getattr(transformers, family.config_class)(**dict(variant.config))).save_pretrained(tmp_path)
     family.preprocessor(BuildSpec(entry=entry, variant=variant, task=task)).save_pretrained(tmp_path)
     ours = garden.load_model(model, task=task, weights=str(tmp_path)).eval()
-    theirs = getattr(transformers, head).from_pretrained(tmp_path).eval()
+    theirs = head.from_pretrained(tmp_path).eval()
     tokens = transformers.AutoTokenizer.from_pretrained(tmp_path)(["a short one", "and a longer sentence"],
                                                                    padding=True, return_tensors="pt")
     with torch.no_grad():
         a = ours(input_ids=tokens["input_ids"], attention_mask=tokens["attention_mask"])
         b = theirs(input_ids=tokens["input_ids"], attention_mask=tokens["attention_mask"])
-    for key in ("logits", "start_logits", "end_logits"):
-        if key in a:
-            assert torch.equal(a[key], b[key])
-
-
-def test_a_task_the_model_lacks_lists_its_tasks(cli):
-    result = cli("model=deberta", "task=mlm", "weights=random")
-    assert result.returncode == 2
-    assert "model 'deberta' has no task 'mlm' (task=mlm); its tasks are: classify, qa" in result.stderr
+    compared = [key for key in ("logits", "start_logits", "end_logits") if key in a]
+    assert compared, list(a.keys())
+    for key in compared:
+        assert torch.equal(a[key], b[key])
 
 
 def test_a_data_file_missing_a_field_names_the_file_row_and_field(cli, tmp_path):
+    model = vehicle(ROWS, "classify")
     data = tmp_path / "reviews.jsonl"
     data.write_text('{"sentence": "good", "label": 1}\n{"text": "bad", "label": 0}\n')
-    result = cli("model=bert", "task=classify", "preset=smoke", "weights=random", f"data.path={data}")
+    result = cli(f"model={model}", "task=classify", "preset=smoke", "weights=random", f"data.path={data}")
     assert result.returncode == 2, result.output
     assert f"data.path={data}: row 2 has no field 'sentence' (task 'classify' needs sentence, label)" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1, result.stderr
@@ -168,7 +125,7 @@ def test_too_long_sequences_are_truncated_with_a_note_or_refused(tmp_path, capsy
     import garden
     from garden.errors import DataError
 
-    base = ["model=camembert", "task=classify", *SMALL, "trainer.max_steps=1", "data.max_length=8"]
+    base = [f"model={vehicle(ROWS, 'classify')}", "task=classify", *SMALL, "trainer.max_steps=1", "data.max_length=8"]
     metrics = garden.run(base, output_dir=tmp_path / "run")
     assert metrics["steps"] == 1
     note = [line for line in capsys.readouterr().err.splitlines() if "were truncated" in line]

@@ -1,0 +1,75 @@
+"""garden's pytest plugin forks each test's ``python -m garden`` run from a server that imported
+torch and transformers once: the run must come out as a fresh interpreter's would (same exit
+status, lines, files and numbers), see the environment the test gave it, and fall back to a fresh
+interpreter where a preloaded library would have read that environment while loading."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from garden import pytest_plugin
+from garden.pytest_plugin import garden_cli, garden_ranks
+
+TINY = ("model=vit", "task=classify", "preset=smoke", "model.variant=tiny", "weights=random", "trainer.max_steps=3",
+        "trainer.eval=false", "data.limit=16", "trainer.threads=1", "hydra.run.dir=run")
+
+
+def both_ways(monkeypatch, tmp_path, *args, env=None):
+    """The command run forked, then in a fresh interpreter (each in a folder of its own)."""
+    (tmp_path / "forked").mkdir(), (tmp_path / "fresh").mkdir()
+    forked = garden_cli(*args, cwd=tmp_path / "forked", env=env)
+    monkeypatch.setenv("GARDEN_TEST_FRESH_PROCESS", "1")
+    fresh = garden_cli(*args, cwd=tmp_path / "fresh", env=env)
+    return forked, fresh
+
+
+def test_a_forked_run_writes_what_a_fresh_interpreter_writes(monkeypatch, tmp_path):
+    forked, fresh = both_ways(monkeypatch, tmp_path, *TINY)
+    assert forked.returncode == fresh.returncode == 0, forked.output + fresh.output
+    files = {p.relative_to(tmp_path / "forked") for p in (tmp_path / "forked").rglob("*")}
+    assert files == {p.relative_to(tmp_path / "fresh") for p in (tmp_path / "fresh").rglob("*")}
+    forked_metrics, fresh_metrics = (json.loads((tmp_path / way / "run" / "metrics.json").read_text())
+                                     for way in ("forked", "fresh"))
+    # the same seed, data and single thread: the same losses, not just close ones
+    assert [h["train_loss"] for h in forked_metrics["history"]] == [h["train_loss"] for h in fresh_metrics["history"]]
+    assert forked.stdout.splitlines()[0] == fresh.stdout.splitlines()[0]
+
+
+def test_a_refused_run_exits_2_with_the_same_one_line(monkeypatch, tmp_path):
+    forked, fresh = both_ways(monkeypatch, tmp_path, "model=vit", "task=classify", "data.batch_size=0")
+    assert forked.returncode == fresh.returncode == 2
+    assert forked.stderr == fresh.stderr and forked.stderr.count("\n") == 1, forked.stderr
+
+
+def test_a_forked_run_sees_the_environment_its_test_gave_it(tmp_path):
+    result = garden_cli("model=vit", "task=classify", cwd=tmp_path, env={"GARDEN_PLUGINS": "garden-bert"})
+    assert result.returncode == 2
+    assert "plugin garden-vit is not among GARDEN_PLUGINS=garden-bert" in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize("args, env, forks", [
+    (("model=vit", "task=classify"), {}, True),
+    (("model=vit", "task=classify"), {"GARDEN_PLUGINS": "garden-vit", "COLUMNS": "80"}, True),
+    (("model=vit", "task=classify"), {"HF_HOME": "/elsewhere"}, False),  # huggingface_hub reads it on import
+    (("model=vit", "task=classify"), {"PYTHONPATH": "/plugins"}, False),
+    (("export", "--help"), {}, True),
+    (("list",), {}, False),  # promised not to import torch: tests check it in a fresh interpreter
+    ((), {}, False),
+])
+def test_only_runs_the_preloaded_libraries_cannot_tell_apart_fork(args, env, forks):
+    full_env = {**os.environ, **pytest_plugin.BASE_ENV, **env}
+    assert pytest_plugin._forks(args, full_env) is forks
+
+
+def test_every_call_is_a_fresh_interpreter_when_asked(monkeypatch):
+    monkeypatch.setenv("GARDEN_TEST_FRESH_PROCESS", "1")
+    assert not pytest_plugin._forks(("model=vit",), {**os.environ, **pytest_plugin.BASE_ENV})
+
+
+def test_forked_ranks_see_torchruns_variables_and_a_failing_rank_fails_the_run(tmp_path):
+    result = garden_ranks(2, *TINY, "backend=pipeline", "ipu.ipus_per_replica=3", cwd=tmp_path)
+    assert result.returncode == 2, result.output
+    assert result.stderr.count("ipu.ipus_per_replica=3 stages but torchrun started 2 processes") == 2, result.stderr
