@@ -1,12 +1,14 @@
 """The datasets garden ships are what their generators in ``tools/data/`` write: regenerating them
 gives the same bytes, so a changed template or seed cannot drift from the data the recipes and
 declared results were measured on. The generators are tools, not runtime: the installed package
-holds only the data."""
+holds only the data. The plugins' shipped tokenizers are in the form the Poplar SDK's older
+tokenizers reads too (``tools/train_tokenizers.py``)."""
 
 from __future__ import annotations
 
 import filecmp
 import importlib.util
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -52,6 +54,44 @@ def test_the_shipped_speech_transcripts_are_the_generators_utterances():
                 for stem, text, speaker, _ in speech.utterances()]
     assert rows == expected
     assert sorted(p.name for p in (DATA / "speech").glob("*.wav")) == sorted(r.split(",")[0] for r in expected)
+
+
+def tool(name: str):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "tools" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_shipped_tokenizers_are_in_the_form_the_sdks_tokenizers_reads_too():
+    portable = tool("train_tokenizers").portable
+    files = sorted(ROOT.glob("plugins/*/garden_*/tokenizer.json"))
+    assert files
+    for file in files:
+        assert portable(file.read_text()) == file.read_text(), f"rewrite {file} with tools/train_tokenizers.py"
+
+
+def test_the_portable_form_encodes_as_the_trained_tokenizer_does():
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    portable = tool("train_tokenizers").portable
+    text = (DATA / "lm_corpus.txt").read_text().splitlines()
+    bpe = Tokenizer(models.BPE())
+    bpe.pre_tokenizer, bpe.decoder = pre_tokenizers.ByteLevel(add_prefix_space=False), decoders.ByteLevel()
+    unigram = Tokenizer(models.Unigram())
+    unigram.pre_tokenizer, unigram.decoder = pre_tokenizers.Metaspace(), decoders.Metaspace()
+    for tokenizer, trainer in (
+            (bpe, trainers.BpeTrainer(vocab_size=300, show_progress=False,
+                                      initial_alphabet=pre_tokenizers.ByteLevel.alphabet())),
+            (unigram, trainers.UnigramTrainer(vocab_size=300, show_progress=False, special_tokens=["<unk>"],
+                                              unk_token="<unk>"))):
+        tokenizer.train_from_iterator(text, trainer=trainer)
+        original = tokenizer.to_str()
+        assert json.loads(portable(original)) != json.loads(original)  # something was rewritten
+        rewritten = Tokenizer.from_str(portable(original))
+        for line in text[:300] + ["  two  spaces ", "Héllo wörld"]:
+            assert rewritten.encode(line).ids == tokenizer.encode(line).ids, line
+            assert rewritten.encode(line).offsets == tokenizer.encode(line).offsets, line
 
 
 def test_the_generators_are_not_installed_with_garden():

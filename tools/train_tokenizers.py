@@ -9,6 +9,10 @@ order, so two trainings on the same text give two vocabularies, and a declared r
 depend on which one a user's run happened to train. This tool follows each family's
 ``tokenizer_recipe`` once; commit what it writes, and rerun ``bench/results.py --write`` after,
 since a new vocabulary changes every result that reads it.
+
+The file is written in the serialisation the Poplar SDK's tokenizers (0.13, beside transformers
+4.29.2) also reads (:func:`portable`): BPE merges as ``"a b"`` strings and Metaspace's
+``add_prefix_space``, which today's tokenizers still reads to the same encodings.
 """
 
 from __future__ import annotations
@@ -37,7 +41,7 @@ def main() -> int:
         if recipe is None or family.tokenizer_file() in written:
             continue
         file = family.tokenizer_file()
-        text = recipe.train().to_str(pretty=True) + "\n"
+        text = portable(recipe.train().to_str(pretty=True))
         write_atomic(file, text)
         written[file] = entry.name
         print(f"{entry.name}: {recipe.kind}, {len(json.loads(text)['model']['vocab'])} tokens -> {file}")
@@ -45,6 +49,30 @@ def main() -> int:
         print("no family named here ships a tokenizer", file=sys.stderr)
         return 2
     return 0
+
+
+def portable(tokenizer_json: str) -> str:
+    """``tokenizer_json`` (tokenizers' own serialisation) in the older form tokenizers 0.13 reads too.
+
+    tokenizers 0.20 writes each BPE merge as a pair and an ``ignore_merges`` flag, and 0.19 Metaspace's
+    ``prepend_scheme``/``split``; 0.13 reads neither ("data did not match any variant of untagged
+    enum"). Both read merges as ``"a b"`` and Metaspace as ``add_prefix_space``, to the same ids.
+    """
+    data = json.loads(tokenizer_json)
+    model = data["model"]
+    if model["type"] == "BPE":
+        if any(" " in part for merge in model["merges"] if not isinstance(merge, str) for part in merge):
+            raise ValueError("a BPE merge holds a space: it has no 'a b' form")
+        model["merges"] = [merge if isinstance(merge, str) else " ".join(merge) for merge in model["merges"]]
+        if model.get("ignore_merges") is False:  # the default, and all 0.13 does
+            del model["ignore_merges"]
+    for part in (data.get("pre_tokenizer"), data.get("decoder")):
+        if part and part["type"] == "Metaspace" and "prepend_scheme" in part:
+            scheme, split = part.pop("prepend_scheme"), part.pop("split", True)
+            if scheme not in ("always", "never") or not split:
+                raise ValueError(f"Metaspace with prepend_scheme={scheme} split={split} has no 0.13 form")
+            part["add_prefix_space"] = scheme == "always"
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 
 if __name__ == "__main__":
