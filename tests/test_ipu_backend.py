@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from garden.registry import entries
+
 from conftest import ROOT
 from equivalence import SGD_STEPS, assert_same_steps, mutation_env, read_run, step_mismatches
 
@@ -102,13 +104,14 @@ def runs(tmp_path_factory):
         "infer_auto_plain": (base / "infer_plain", (*INFER, "backend=auto"), None),
         "infer_auto_no_ipus": (base / "infer_no_ipus", (*INFER, "backend=auto"), with_fake(base / "no_ipus.json")),
         "missing": (base / "missing", (*ONE_STEP, "backend=ipu"), None),
-        "other_torch": (base / "other_torch", (*ONE_STEP, "backend=ipu"), with_fake(base / "other.json", torch="2.0.1")),
+        "other_torch": (base / "other_torch", (*ONE_STEP, "backend=ipu"), with_fake(base / "other.json",
+                                                                                   torch=other_torch())),
         "text": (base / "text", ("model=bert", "task=classify", "preset=smoke", "weights=random", "backend=ipu",
                                  "ipu.layers_per_ipu=[-1,-1]", "ipu.gradient_accumulation_steps=4",
                                  "data.batch_size=4", "trainer.max_steps=3", "data.limit=24", "data.eval_limit=8"),
                  with_fake(base / "text.json")),
-        "graph": (base / "graph", ("model=cluster_gcn", "task=node-classify", "preset=smoke", "backend=ipu"),
-                  with_fake(base / "graph.json")),
+        **({"graph": (base / "graph", ("model=cluster_gcn", "task=node-classify", "preset=smoke", "backend=ipu"),
+                      with_fake(base / "graph.json"))} if "cluster_gcn" in entries() else {}),  # not on the SDK's stack
         "shallow": (base / "shallow", (*ONE_STEP, "backend=ipu", "ipu.layers_per_ipu=[-1,-1]",
                                        "ipu.gradient_accumulation_steps=2"), with_fake(base / "shallow.json")),
     }
@@ -132,12 +135,19 @@ def test_backend_ipu_without_poptorch_exits_2_saying_how_to_get_it(runs):
     assert "Poplar SDK" in line and "backend=local" in line
 
 
+def other_torch() -> str:
+    """A torch the installed one is not: poptorch 3.4's 2.0.1, or on the SDK's own stack an older one."""
+    import torch
+
+    return "1.13.1" if torch.__version__.startswith("2.0.1") else "2.0.1"
+
+
 def test_poptorch_built_for_another_torch_is_one_line_and_exit_2(runs):
     """poptorch asserts its torch at import; garden says so in one line instead of a traceback."""
     code, output = runs[1]["other_torch"]
     assert code == 2, output
     [line] = [ln for ln in output.splitlines() if "poptorch" in ln]
-    assert "torch==2.0.1" in line and "constraints-sdk.txt" in line and "Traceback" not in output
+    assert f"torch=={other_torch()}" in line and "constraints-sdk.txt" in line and "Traceback" not in output
 
 
 def test_too_few_accumulation_steps_for_the_pipeline_is_one_line_and_exit_2(runs):
@@ -179,6 +189,8 @@ def test_fixed_shapes_pad_each_key_with_its_own_value():
 
 def test_graph_models_refuse_ipus_with_the_reason(runs):
     """PopTorch Geometric compiles fixed-size batches on the PyG it pins; garden_graph says so."""
+    if "graph" not in runs[1]:
+        pytest.skip("the graph plugin is not installed (make venv-sdk leaves it out)")
     code, output = runs[1]["graph"]
     assert code == 2, output
     [line] = [ln for ln in output.splitlines() if "backend=ipu" in ln]
@@ -441,7 +453,7 @@ def test_the_doubles_max_grad_norm_clips_the_averaged_gradient(poptorch):
 
     net, twin, x, y = twin_linears()
     torch.nn.functional.mse_loss(twin(x), y).backward()
-    norm = torch.nn.utils.get_total_norm([p.grad for p in twin.parameters()])
+    norm = torch.nn.utils.clip_grad_norm_(twin.parameters(), float("inf"))  # the total norm, on torch 2.0.1 too
     torch.nn.utils.clip_grad_norm_(twin.parameters(), norm / 2)
     torch.optim.SGD(twin.parameters(), lr=0.1).step()
 
