@@ -63,7 +63,7 @@ def test_each_seed_family_trains_on_two_pipelined_ipus(tmp_path, model, task):
            "FAKE_POPTORCH_TORCH": version("torch"), "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1",
            "TRANSFORMERS_VERBOSITY": "error"}
     args = [f"model={model}", f"task={task}", "preset=smoke", "weights=random", "backend=ipu",
-            "ipu.layers_per_ipu=[-1,-1]", "ipu.gradient_accumulation_steps=8", "data.batch_size=8",
+            "ipu.layers_per_ipu=[-1,-1]", "ipu.gradient_accumulation_steps=16", "data.batch_size=16",
             "data.eval_batch_size=4", "trainer.max_steps=2", "data.limit=16", "data.eval_limit=8",
             f"hydra.run.dir={tmp_path / 'run'}"]
     result = subprocess.run([sys.executable, "-m", "garden", *args], cwd=tmp_path, env=env, capture_output=True,

@@ -221,18 +221,57 @@ def step_module(model: Any, blocks: list, task: Any, poptorch: Any):
     return Step()
 
 
-def place_blocks(model: Any, stage_plan: Any, poptorch: Any, *, recompute: bool) -> list:
-    """Put each block on its stage's IPU; return the recomputation hooks added.
+def block_starts(model: Any, stage_plan: Any) -> list[tuple[str, Any, str]]:
+    """``(path, module, block name)`` of the module that starts each block on its IPU: the block's
+    first module not already starting an earlier one (a block whose modules all start earlier
+    blocks, a layer run twice as ALBERT's, runs where they are)."""
+    starts, placed = [], set()
+    for block in stage_plan.blocks:
+        path = next((p for p in block.modules if _module_at(model, p) is not None
+                     and id(_module_at(model, p)) not in placed), None)
+        if path is not None:
+            module = model.get_submodule(path)
+            placed.add(id(module))
+            starts.append((path, module, block.name))
+    return starts
 
-    The first module of a block starts it (``BeginBlock`` annotates the module in place and
-    returns it; it is set back on its parent as optimum does). A block whose modules all start
-    earlier blocks (a layer run twice, ALBERT's) runs where they are. Earlier annotations are
-    removed first, so training and inference can place the same model by different plans.
+
+def ipus_in_call_order(model: Any, stage_plan: Any, forward: Any) -> list[int]:
+    """The IPUs ``forward()`` visits as poptorch places ``model``: each call of a block's starting
+    module moves it to that block's IPU, so a module called again later (T5's shared embedding for
+    the decoder after the encoder, an LM head tied to it) brings it back to an earlier IPU, which
+    poptorch counts as a new pipeline stage. Runs in eval mode without gradients: no dropout draws
+    the training's random numbers."""
+    import torch
+
+    stage_of = {name: stage.index for stage in stage_plan.plan.stages for name in stage.blocks}
+    order: list[int] = []
+    hooks = [module.register_forward_pre_hook(lambda *_, ipu=stage_of[name]: order.append(ipu))
+             for _, module, name in block_starts(model, stage_plan)]
+    training = model.training
+    try:
+        model.eval()
+        with torch.no_grad():
+            forward()
+    finally:
+        model.train(training)
+        for hook in hooks:
+            hook.remove()
+    return order
+
+
+def place_blocks(model: Any, stage_plan: Any, poptorch: Any, *, recompute: bool) -> list:
+    """Put each block on its stage's IPU (:func:`block_starts`); return the recomputation hooks added.
+
+    ``BeginBlock`` annotates the starting module in place and returns it; it is set back on its
+    parent as optimum does. Earlier annotations are removed first, so training and inference can
+    place the same model by different plans.
     """
     import torch
 
     poptorch.removeBlocks(model)
     stage_of = {name: stage.index for stage in stage_plan.plan.stages for name in stage.blocks}
+    kinds = {block.name: block.kind for block in stage_plan.blocks}
 
     def checkpoint(module, inputs, outputs):
         if isinstance(outputs, torch.Tensor):
@@ -243,18 +282,11 @@ def place_blocks(model: Any, stage_plan: Any, poptorch: Any, *, recompute: bool)
         return outputs
 
     hooks = []
-    placed: set[int] = set()
-    for block in stage_plan.blocks:
-        path = next((p for p in block.modules if _module_at(model, p) is not None
-                     and id(_module_at(model, p)) not in placed), None)
-        if path is None:
-            continue
+    for path, module, name in block_starts(model, stage_plan):
         parent_path, _, attr = path.rpartition(".")
         parent = model.get_submodule(parent_path) if parent_path else model
-        module = model.get_submodule(path)
-        placed.add(id(module))
-        setattr(parent, attr, poptorch.BeginBlock(module, block.name, ipu_id=stage_of[block.name]))
-        if recompute and block.kind == "layer":
+        setattr(parent, attr, poptorch.BeginBlock(module, name, ipu_id=stage_of[name]))
+        if recompute and kinds[name] == "layer":
             hooks.append(module.register_forward_hook(checkpoint))
     return hooks
 
@@ -441,10 +473,11 @@ class IPUBackend(Backend):
             self._check_precision()
             for hook in self._hooks:
                 hook.remove()
-            plan = self._plan(training)
+            sample = sample_batch(self.prepared.data)  # as ``python -m garden plan`` measures it
+            plan = plan_for(self.prepared, self.model, sample, training=training)
             if training:
                 self.stage_plan = plan  # written to the saved model's ipu_config.json
-            stages = self._check_pipeline(plan, training)
+            stages = self._check_pipeline(plan, sample, training)
             self._hooks = place_blocks(self.model, plan, self.poptorch,
                                        recompute=training and self.ipu.recompute_checkpoint_every_layer)
             opts = poptorch_options(self.ipu, training, self.prepared.cfg.seed, poptorch=self.poptorch)
@@ -456,17 +489,14 @@ class IPUBackend(Backend):
             self._compiled[training] = compiled
         return self._compiled[training]
 
-    def _plan(self, training: bool):
-        sample = sample_batch(self.prepared.data)  # as ``python -m garden plan`` measures it
-        return plan_for(self.prepared, self.model, sample, training=training)
-
-    def _check_pipeline(self, plan: Any, training: bool) -> int:
-        """The pipeline stages of a training ``plan``, or a ConfigError when
-        ``gradient_accumulation_steps`` cannot fill them (poptorch would refuse to compile)."""
+    def _check_pipeline(self, plan: Any, sample: Any, training: bool) -> int:
+        """The pipeline stages of a training ``plan``, counted along the IPUs a forward of ``sample``
+        visits (:func:`ipus_in_call_order`), or a ConfigError when ``gradient_accumulation_steps``
+        cannot fill them (poptorch would refuse to compile)."""
         if not training:
             return 1  # inference runs sharded: one IPU after the other, no pipeline to fill
-        stage_of = {name: stage.index for stage in plan.plan.stages for name in stage.blocks}
-        stages = pipeline_stages([stage_of[b.name] for b in plan.blocks], training=True)
+        inputs = self.task.inputs(sample)
+        stages = pipeline_stages(ipus_in_call_order(self.model, plan, lambda: self.step.run(*inputs)), training=True)
         steps = self.ipu.gradient_accumulation_steps
         if steps < stages:
             raise ConfigError(f"ipu.gradient_accumulation_steps={steps} cannot fill the {stages} pipeline stages of "

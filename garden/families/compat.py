@@ -12,6 +12,8 @@ family and the planner read the same on both.
 * :func:`scales_decoder_outputs`: T5's ``config.scale_decoder_outputs`` (5.x), which 4.x derives
   from ``tie_word_embeddings``.
 * :func:`attention_kwargs`: ``attn_implementation=...`` where transformers takes it (4.36+).
+* :func:`fast_tokenizer`: the tokenizers-backed class of a model's tokenizer (``BertTokenizerFast``
+  in 4.x, whose ``BertTokenizer`` is the pure-Python one; 5.x has only ``BertTokenizer``).
 """
 
 from __future__ import annotations
@@ -68,6 +70,13 @@ def attention_kwargs(implementation: str | None) -> dict:
 
     major, minor = (int(part) for part in transformers.__version__.split(".")[:2])
     return {"attn_implementation": implementation} if implementation and (major, minor) >= (4, 36) else {}
+
+
+def fast_tokenizer(name: str) -> Any:
+    """transformers' ``{name}Fast`` where it has one (4.x), else ``name`` (5.x: fast already)."""
+    import transformers
+
+    return getattr(transformers, f"{name}Fast", None) or getattr(transformers, name)
 
 
 def layer_output(output: Any) -> Any:

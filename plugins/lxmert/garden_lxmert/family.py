@@ -16,14 +16,18 @@ SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
 def question_tokenizer() -> Any:
     """A WordPiece tokenizer for models without a checkpoint: the shipped questions' words, plus
-    every letter and digit (alone and as ``##`` continuation) so any word can be spelled."""
-    from transformers import LxmertTokenizer
+    every letter and digit (alone and as ``##`` continuation) so any word can be spelled. Read
+    from a ``vocab.txt`` file, which every transformers version takes as the first argument."""
+    import tempfile
 
+    from garden.families.compat import fast_tokenizer
     from garden.tasks.vqa import question_words
 
     pieces = [*"abcdefghijklmnopqrstuvwxyz0123456789"]
     vocab = [*SPECIAL_TOKENS, *sorted(set(question_words()) | set(pieces)), *(f"##{p}" for p in pieces)]
-    return LxmertTokenizer(vocab={token: i for i, token in enumerate(vocab)})
+    with tempfile.TemporaryDirectory() as folder:
+        (Path(folder) / "vocab.txt").write_text("".join(f"{token}\n" for token in vocab), encoding="utf-8")
+        return fast_tokenizer("LxmertTokenizer")(str(Path(folder) / "vocab.txt"))  # 4.x: vocab_file, 5.x: vocab
 
 
 def additive(mask: Any, dtype: Any) -> Any:
@@ -46,13 +50,12 @@ class Lxmert(TransformersFamily):
         return config
 
     def preprocessor(self, spec: BuildSpec) -> Any:
-        from transformers import LxmertTokenizer
-
+        from garden.families.compat import fast_tokenizer
         from garden.tasks.vqa import RegionQuestionProcessor
 
         folder = Path(spec.weights_dir) if spec.weights_dir is not None else None
         if folder is not None and any((folder / f).exists() for f in ("tokenizer.json", "vocab.txt")):
-            tokenizer = LxmertTokenizer.from_pretrained(folder)
+            tokenizer = fast_tokenizer("LxmertTokenizer").from_pretrained(folder)
         else:
             tokenizer = question_tokenizer()
         return RegionQuestionProcessor(tokenizer, self.config(spec).visual_feat_dim)

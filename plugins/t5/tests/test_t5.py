@@ -84,3 +84,23 @@ def test_text2text_summarizes_when_given_the_prefix_and_the_summaries(tmp_path):
     metrics = garden.run(["model=t5", "task=text2text", *QUICK, 'task.prefix="summarize: "',
                           "data.options.dataset=summaries.jsonl", "trainer.max_steps=2"], output_dir=tmp_path)
     assert metrics["data"] == "garden's summaries.jsonl" and "token_accuracy" in metrics["eval"]
+
+
+def test_on_two_ipus_the_tied_lm_head_brings_the_pipeline_back_to_the_first_ipu():
+    """T5's LM head is tied to its shared embedding on IPU 0 (and transformers 4.x's decoder embeds
+    with that same module after the encoder), so a forward placed on IPUs 0 and 1 returns to IPU 0:
+    at least 3 forward stages, 5 in training, where the plan's own order shows 2 IPUs in a row
+    (3 in training). garden counts them as poptorch will, along the calls."""
+    from garden.backends.ipu import ipus_in_call_order, pipeline_stages, step_module
+    from garden.partition.plan import plan_for, sample_batch
+
+    p = prepared("t5", "text2text", "ipu.layers_per_ipu=[-1,-1]")
+    model = p.family.build(p.spec)
+    sample = sample_batch(p.data)
+    plan = plan_for(p, model, sample, training=True)
+    step = step_module(model, plan.blocks, p.task, poptorch=None)
+    order = ipus_in_call_order(model, plan, lambda: step.run(*p.task.inputs(sample)))
+    visits = [ipu for i, ipu in enumerate(order) if i == 0 or ipu != order[i - 1]]
+    assert visits[:2] == [0, 1] and visits[-1] == 0, order
+    assert pipeline_stages(order, training=True) == 2 * len(visits) - 1 >= 5
+    assert pipeline_stages([stage.index for stage in plan.plan.stages for _ in stage.blocks], training=True) == 3
