@@ -12,7 +12,8 @@ Runs fork from a server that has already imported torch and transformers (:data:
 test's ``python -m garden model=...`` costs the run, not 5-10 s of imports: each run is still its
 own process (its own pid, signals, exit status, fresh garden modules, its own stdout and stderr).
 Commands that promise not to import torch (``list``, ``show``, ...), and runs given an environment
-variable the preloaded libraries read when they load, start a fresh interpreter instead;
+variable the preloaded libraries may read when they load (:data:`IMPORT_TIME_ENV`), start a fresh
+interpreter instead;
 ``GARDEN_TEST_FRESH_PROCESS=1`` makes every call do so.
 
 Standard library and pytest only: it is imported at every pytest start.
@@ -45,19 +46,18 @@ class Result:
 
 
 #: Libraries runs import that read no per-run setting while loading, imported once by the server
-#: (one that is not installed is skipped). transformers' model modules load on first use.
+#: (one that is not installed is skipped), with the modeling modules of the installed models
 PRELOAD = ("torch", "transformers", "transformers.modeling_utils", "transformers.processing_utils",
            "transformers.image_processing_utils", "transformers.feature_extraction_utils",
            "transformers.tokenization_utils_base", "transformers.models.auto.modeling_auto", "hydra",
            "omegaconf", "safetensors.torch", "huggingface_hub", "tokenizers", "numpy", "PIL.Image", "rich.console",
            "pluggy", "pytest", "matplotlib.pyplot", "sklearn.metrics", "scipy.signal", "scipy.stats", "soundfile",
-           "torch_geometric", *(f"transformers.models.{family}.modeling_{family}" for family in (
-               "bert", "roberta", "camembert", "deberta", "deberta_v2", "gpt2", "bart", "t5", "vit", "lxmert",
-               "hubert", "wav2vec2")))
-#: Variables a forked run may set: garden and rich read them at run time, after the fork (pytest
-#: names the current test in one)
-RUN_TIME_ENV = frozenset({"COLUMNS", "GARDEN_PLUGINS", "GARDEN_DISABLE_PLUGINS", "GARDEN_STRICT_PLUGINS",
-                          "GARDEN_NOTEBOOK_URL", "PYTEST_CURRENT_TEST"})
+           "torch_geometric")
+#: A variable that differs from the server's and starts one of these may be read while those
+#: libraries load (caches, threads, backends, the interpreter itself): that run starts afresh
+IMPORT_TIME_ENV = ("HF_", "HUGGINGFACE_", "TRANSFORMERS_", "TOKENIZERS_", "SAFETENSORS_", "TORCH", "PYTORCH_",
+                   "CUDA", "NCCL_", "OMP_", "MKL_", "KMP_", "GOMP_", "OPENBLAS_", "MPL", "MATPLOTLIB", "PYTHON",
+                   "LD_", "HYDRA_", "XDG_", "HOME", "USE_", "NUMPY_", "SCIPY_", "SKLEARN_", "LANG", "LC_", "TZ")
 #: Commands that import no torch (tests check it), run in a fresh interpreter
 FRESH_COMMANDS = frozenset({"list", "show", "search", "registry", "plugin", "notebook", "help", "-h", "--help"})
 BASE_ENV = {"HF_HUB_OFFLINE": "1", "HF_HUB_DISABLE_TELEMETRY": "1", "COLUMNS": "200", "TRANSFORMERS_VERBOSITY": "error"}
@@ -82,7 +82,28 @@ def _forks(args: tuple[str, ...], env: dict) -> bool:
         return False
     started = _server.get("env", {**os.environ, **BASE_ENV})
     changed = {k for k in env.keys() | started.keys() if env.get(k) != started.get(k)}
-    return changed <= RUN_TIME_ENV
+    return not any(key.startswith(IMPORT_TIME_ENV) for key in changed)
+
+
+def _model_modules() -> list[str]:
+    """transformers' modeling modules of the installed models, found by their family's config class."""
+    try:
+        from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
+
+        from garden.compat import resolve_name
+        from garden.registry import entries
+    except ImportError:
+        return []
+    model_type = {config: name for name, config in CONFIG_MAPPING_NAMES.items()}
+    modules = set()
+    for entry in entries().values():
+        try:
+            config = getattr(resolve_name(entry.builder), "config_class", None)
+        except Exception:  # a plugin that does not import is the test's to report, not the server's
+            continue
+        if config in model_type:
+            modules.add(f"transformers.models.{model_type[config]}.modeling_{model_type[config]}")
+    return sorted(modules)
 
 
 def _fork_server():
@@ -91,7 +112,7 @@ def _fork_server():
 
     if not _server:
         context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(list(PRELOAD))
+        context.set_forkserver_preload([*PRELOAD, *_model_modules()])
         saved = dict(os.environ)
         os.environ.update(BASE_ENV)  # what the server's preloaded libraries read as they load
         try:
@@ -127,8 +148,10 @@ def garden_ranks(nproc: int, *args: str, cwd: Path, timeout: float = 300) -> Res
         free.bind(("127.0.0.1", 0))
         port = free.getsockname()[1]
     env = {**os.environ, **BASE_ENV}
-    if not _forks(args, env):
-        raise RuntimeError(f"garden_ranks runs forked ranks only; use torchrun for {args} with this environment")
+    if not _forks(args, env):  # torchrun itself, as it would start them
+        proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}",
+                               "-m", "garden", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+        return Result(proc.returncode, proc.stdout, proc.stderr)
     cluster = {"WORLD_SIZE": str(nproc), "LOCAL_WORLD_SIZE": str(nproc), "MASTER_ADDR": "127.0.0.1",
                "MASTER_PORT": str(port), "GROUP_RANK": "0"}
     with tempfile.TemporaryDirectory() as tmp:

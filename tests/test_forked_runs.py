@@ -55,6 +55,7 @@ def test_a_forked_run_sees_the_environment_its_test_gave_it(tmp_path):
     (("model=vit", "task=classify"), {"GARDEN_PLUGINS": "garden-vit", "COLUMNS": "80"}, True),
     (("model=vit", "task=classify"), {"HF_HOME": "/elsewhere"}, False),  # huggingface_hub reads it on import
     (("model=vit", "task=classify"), {"PYTHONPATH": "/plugins"}, False),
+    (("model=vit", "task=classify"), {"FAKE_POPTORCH_IPUS": "2"}, True),  # read by code the server has not loaded
     (("export", "--help"), {}, True),
     (("list",), {}, False),  # promised not to import torch: tests check it in a fresh interpreter
     ((), {}, False),

@@ -32,6 +32,7 @@ def run(*args: str | Path, cwd: Path, timeout: float = 300) -> Result:
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HUB_DISABLE_TELEMETRY": "1", "COLUMNS": "200",
            "TRANSFORMERS_VERBOSITY": "error"}
     env.pop("PYTHONPATH", None)
+    env.pop("PYTEST_ADDOPTS", None)  # the options of this suite's pytest, not the package's own
     proc = subprocess.run([str(a) for a in args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
     return Result(proc.returncode, proc.stdout, proc.stderr)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -14,8 +15,9 @@ DURATIONS = ROOT / "tests" / "durations.json"
 
 
 def collected(*args: str) -> str:
+    env = {k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"}  # its own output format, whatever ours
     result = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *args],
-                            cwd=ROOT, capture_output=True, text=True, timeout=300)
+                            cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     return result.stdout
 
 
