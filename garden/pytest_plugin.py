@@ -31,7 +31,7 @@ from pathlib import Path
 
 import pytest
 
-__all__ = ["Result", "cli", "garden_cli", "garden_ranks", "make_distribution", "plugin_site"]
+__all__ = ["Result", "cli", "garden_cli", "garden_ranks", "make_distribution", "plugin_site", "run_dir"]
 
 
 @dataclass
@@ -209,6 +209,12 @@ def _run_garden(args: list[str], cwd: str, env: dict, out: str, err: str) -> Non
     finally:
         atexit._run_exitfuncs()
         sys.stdout.flush(), sys.stderr.flush()
+
+
+def run_dir(where: Path) -> Path:
+    """The folder of the one run started in ``where`` (Hydra's ``outputs/DATE/TIME``)."""
+    [metrics] = list((Path(where) / "outputs").glob("*/*/metrics.json"))
+    return metrics.parent
 
 
 @pytest.fixture

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from garden.pytest_plugin import run_dir
+
 from installed import family_class, rows, vehicle
 
 
@@ -60,11 +62,6 @@ def smoke(tmp_path_factory):
         return runs[model, task]
 
     return run
-
-
-def run_dir(where: Path) -> Path:
-    [metrics] = list(where.glob("outputs/*/*/metrics.json"))
-    return metrics.parent
 
 
 def prepared(model: str, task: str, *overrides: str):

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from garden.pytest_plugin import run_dir
+
 from installed import rows, specialist, vehicle
 
 DOMAINS = ("speech", "multimodal")
@@ -21,11 +23,6 @@ MODELS = list(dict.fromkeys(m for m, _ in ROWS))
 #: each task trained once, on the model most specialised in it
 TRAINED = [(specialist(ROWS, task), task) for task in dict.fromkeys(t for _, t in ROWS)]
 FAST = ("trainer.max_steps=4", "data.limit=16", "data.eval_limit=8")
-
-
-def run_dir(where: Path) -> Path:
-    [metrics] = list((where / "outputs").glob("*/*/metrics.json"))
-    return metrics.parent
 
 
 def prepared(*overrides: str):

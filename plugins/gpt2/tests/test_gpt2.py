@@ -7,11 +7,10 @@ tests/test_nlp_generative.py."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
-from garden.pytest_plugin import garden_cli
+from garden.pytest_plugin import garden_cli, run_dir
 
 #: one torch thread: on a shared CPU box more threads only wait for each other
 QUICK = ("preset=smoke", "weights=random", "trainer.threads=1")
@@ -19,28 +18,16 @@ QUICK = ("preset=smoke", "weights=random", "trainer.threads=1")
 
 @pytest.fixture(scope="module")
 def smoke(tmp_path_factory):
-    """``smoke(model, task)``: one ``python -m garden`` smoke run per row, shared by the tests."""
-    runs: dict[tuple[str, str], tuple[Path, object]] = {}
-
-    def run(model: str, task: str):
-        if (model, task) not in runs:
-            where = tmp_path_factory.mktemp(f"{model}-{task}")
-            runs[model, task] = where, garden_cli(f"model={model}", f"task={task}", *QUICK, cwd=where)
-        return runs[model, task]
-
-    return run
-
-
-def run_dir(where: Path) -> Path:
-    [metrics] = list(where.glob("outputs/*/*/metrics.json"))
-    return metrics.parent
+    """One ``python -m garden`` smoke run of generate: its folder and its result."""
+    where = tmp_path_factory.mktemp("gpt2-generate")
+    return where, garden_cli("model=gpt2", "task=generate", *QUICK, cwd=where)
 
 
 def test_infer_continues_a_prompt_greedily_for_max_new_tokens(smoke, cli, tmp_path):
     import torch
     from transformers import AutoTokenizer, GPT2LMHeadModel
 
-    where, trained = smoke("gpt2", "generate")
+    where, trained = smoke
     assert trained.returncode == 0, trained.output
     folder = run_dir(where) / "model"
     result = cli("model=gpt2", "task=generate", "mode=infer", "model.variant=tiny", f"weights={folder}",

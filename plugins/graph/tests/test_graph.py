@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from garden.pytest_plugin import garden_cli
+from garden.pytest_plugin import garden_cli, run_dir
 
 #: the graph plugin's source folder (plugins/graph)
 PLUGIN = Path(__file__).resolve().parents[1]
@@ -27,11 +27,6 @@ MODELS = {
     "tgn": "link-predict",
     "schnet": "graph-regress",
 }
-
-
-def run_dir(where: Path) -> Path:
-    [metrics] = list(where.glob("outputs/*/*/metrics.json"))
-    return metrics.parent
 
 
 @pytest.fixture(scope="module")

@@ -8,11 +8,10 @@ heads, Hub-format folders) is in garden's tests/test_nlp_generative.py."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
-from garden.pytest_plugin import garden_cli
+from garden.pytest_plugin import garden_cli, run_dir
 
 #: one torch thread: on a shared CPU box more threads only wait for each other
 QUICK = ("preset=smoke", "weights=random", "trainer.threads=1")
@@ -30,21 +29,9 @@ def restore_torch_threads():
 
 @pytest.fixture(scope="module")
 def smoke(tmp_path_factory):
-    """``smoke(model, task)``: one ``python -m garden`` smoke run per row, shared by the tests."""
-    runs: dict[tuple[str, str], tuple[Path, object]] = {}
-
-    def run(model: str, task: str):
-        if (model, task) not in runs:
-            where = tmp_path_factory.mktemp(f"{model}-{task}")
-            runs[model, task] = where, garden_cli(f"model={model}", f"task={task}", *QUICK, cwd=where)
-        return runs[model, task]
-
-    return run
-
-
-def run_dir(where: Path) -> Path:
-    [metrics] = list(where.glob("outputs/*/*/metrics.json"))
-    return metrics.parent
+    """One ``python -m garden`` smoke run of text2text: its folder and its result."""
+    where = tmp_path_factory.mktemp("t5-text2text")
+    return where, garden_cli("model=t5", "task=text2text", *QUICK, cwd=where)
 
 
 def prepared(model: str, task: str, *overrides: str):
@@ -56,7 +43,7 @@ def prepared(model: str, task: str, *overrides: str):
 
 
 def test_infer_on_the_held_out_split_translates_and_shows_the_reference(smoke, cli, tmp_path):
-    where, trained = smoke("t5", "text2text")
+    where, trained = smoke
     assert trained.returncode == 0, trained.output
     result = cli("model=t5", "task=text2text", "mode=infer", "model.variant=tiny",
                  f"weights={run_dir(where) / 'model'}", "data.eval_limit=3", "infer.max_new_tokens=4")

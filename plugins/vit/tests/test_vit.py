@@ -8,14 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from garden.pytest_plugin import garden_cli
+from garden.pytest_plugin import garden_cli, run_dir
 
 SMOKE = ("model=vit", "task=classify", "preset=smoke", "weights=random")
-
-
-def run_dir(tmp_path: Path) -> Path:
-    [metrics] = list((tmp_path / "outputs").glob("*/*/metrics.json"))
-    return metrics.parent
 
 
 @pytest.fixture(scope="module")

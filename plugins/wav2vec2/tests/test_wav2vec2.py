@@ -13,14 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from garden.pytest_plugin import garden_cli
+from garden.pytest_plugin import garden_cli, run_dir
 
 FAST = ("trainer.max_steps=4", "data.limit=16", "data.eval_limit=8")
-
-
-def run_dir(where: Path) -> Path:
-    [metrics] = list((where / "outputs").glob("*/*/metrics.json"))
-    return metrics.parent
 
 
 def prepared(*overrides: str):
