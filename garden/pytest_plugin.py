@@ -80,8 +80,10 @@ _server: dict = {}  # the fork server's multiprocessing context and the environm
 def _forks(args: tuple[str, ...], env: dict) -> bool:
     if not args or args[0] in FRESH_COMMANDS or os.environ.get("GARDEN_TEST_FRESH_PROCESS") == "1":
         return False
-    started = _server.get("env", {**os.environ, **BASE_ENV})
-    changed = {k for k in env.keys() | started.keys() if env.get(k) != started.get(k)}
+    server = _server.get("env", {**os.environ, **BASE_ENV})
+    set_by_preloads = _server.get("set_by_preloads", set())  # scikit-learn's KMP_*: a fresh import sets them too
+    changed = {k for k in env.keys() | server.keys()
+               if env.get(k) != server.get(k) and not (k in set_by_preloads and k not in env)}
     return not any(key.startswith(IMPORT_TIME_ENV) for key in changed)
 
 
@@ -116,12 +118,21 @@ def _fork_server():
         saved = dict(os.environ)
         os.environ.update(BASE_ENV)  # what the server's preloaded libraries read as they load
         try:
-            first = context.Process(target=int)  # starts the server with this environment
-            first.start(), first.join()
+            receive, send = context.Pipe(duplex=False)
+            first = context.Process(target=_send_environ, args=(send,))  # starts the server with this environment
+            first.start()
+            server_env = receive.recv()
+            first.join()
         finally:
             os.environ.clear(), os.environ.update(saved)
-        _server.update(context=context, env={**saved, **BASE_ENV})
+        started = {**saved, **BASE_ENV}
+        _server.update(context=context, env=server_env, set_by_preloads=server_env.keys() - started.keys())
     return _server["context"]
+
+
+def _send_environ(connection) -> None:
+    """The server's environment after its imports, as its children inherit it."""
+    connection.send(dict(os.environ))
 
 
 def _forked(args: tuple[str, ...], cwd: Path, env: dict, timeout: float) -> Result:

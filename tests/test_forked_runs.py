@@ -65,6 +65,20 @@ def test_only_runs_the_preloaded_libraries_cannot_tell_apart_fork(args, env, for
     assert pytest_plugin._forks(args, full_env) is forks
 
 
+def test_variables_a_preloaded_library_sets_itself_still_fork():
+    """scikit-learn sets ``KMP_*`` as it loads, in the server and in any test process that imports
+    it: their presence or absence is what a fresh interpreter would make of them too (the suite
+    once ran every later test fresh after a test imported scikit-learn)."""
+    pytest.importorskip("sklearn")
+    pytest_plugin._fork_server()
+    server, set_by_preloads = pytest_plugin._server["env"], pytest_plugin._server["set_by_preloads"]
+    assert "KMP_INIT_AT_FORK" in set_by_preloads
+    env = {k: v for k, v in {**os.environ, **pytest_plugin.BASE_ENV}.items() if k not in set_by_preloads}
+    assert pytest_plugin._forks(("model=vit",), env)
+    assert pytest_plugin._forks(("model=vit",), {**env, **{k: server[k] for k in set_by_preloads}})
+    assert not pytest_plugin._forks(("model=vit",), {**env, "KMP_INIT_AT_FORK": "TRUE"})  # one of its own
+
+
 def test_every_call_is_a_fresh_interpreter_when_asked(monkeypatch):
     monkeypatch.setenv("GARDEN_TEST_FRESH_PROCESS", "1")
     assert not pytest_plugin._forks(("model=vit",), {**os.environ, **pytest_plugin.BASE_ENV})
