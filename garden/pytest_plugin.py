@@ -10,11 +10,11 @@ plugin, so a plugin's tests use the fixtures without a conftest::
 
 Runs fork from a server that has already imported torch and transformers (:data:`PRELOAD`), so a
 test's ``python -m garden model=...`` costs the run, not 5-10 s of imports: each run is still its
-own process (its own pid, signals, exit status, fresh garden modules, its own stdout and stderr).
-Commands that promise not to import torch (``list``, ``show``, ...), and runs given an environment
-variable the preloaded libraries may read when they load (:data:`IMPORT_TIME_ENV`), start a fresh
-interpreter instead;
-``GARDEN_TEST_FRESH_PROCESS=1`` makes every call do so.
+own process (its own pid, signals, exit status, fresh garden modules, its own stdout and stderr),
+given what a fresh interpreter takes from ``PYTHONPATH`` and ``OMP_NUM_THREADS``. Commands that
+promise not to import torch (``list``, ``show``, ...), and runs given another environment variable
+the preloaded libraries may read when they load (:data:`IMPORT_TIME_ENV`), start a fresh
+interpreter instead; ``GARDEN_TEST_FRESH_PROCESS=1`` makes every call do so.
 
 Standard library and pytest only: it is imported at every pytest start.
 """
@@ -58,8 +58,10 @@ PRELOAD = ("torch", "transformers", "transformers.modeling_utils", "transformers
 IMPORT_TIME_ENV = ("HF_", "HUGGINGFACE_", "TRANSFORMERS_", "TOKENIZERS_", "SAFETENSORS_", "TORCH", "PYTORCH_",
                    "CUDA", "NCCL_", "OMP_", "MKL_", "KMP_", "GOMP_", "OPENBLAS_", "MPL", "MATPLOTLIB", "PYTHON",
                    "LD_", "HYDRA_", "XDG_", "HOME", "USE_", "NUMPY_", "SCIPY_", "SKLEARN_", "LANG", "LC_", "TZ")
-#: Commands that import no torch (tests check it), run in a fresh interpreter
+#: Commands that import no torch (tests check it), run in a fresh interpreter, but for the
+#: subcommands of theirs that build models
 FRESH_COMMANDS = frozenset({"list", "show", "search", "registry", "plugin", "notebook", "help", "-h", "--help"})
+MODEL_SUBCOMMANDS = frozenset({("registry", "measure"), ("plugin", "check")})
 BASE_ENV = {"HF_HUB_OFFLINE": "1", "HF_HUB_DISABLE_TELEMETRY": "1", "COLUMNS": "200", "TRANSFORMERS_VERBOSITY": "error"}
 
 
@@ -74,17 +76,38 @@ def garden_cli(*args: str, cwd: Path | None = None, env: dict | None = None, tim
     return Result(proc.returncode, proc.stdout, proc.stderr)
 
 
-_server: dict = {}  # the fork server's multiprocessing context and the environment it started with
+_server: dict = {}  # the fork server's multiprocessing context, its environment and imported modules
+#: the environment pytest started with, before a test or a library it imported changed it: the server's
+_STARTED_WITH = dict(os.environ)
 
 
 def _forks(args: tuple[str, ...], env: dict) -> bool:
-    if not args or args[0] in FRESH_COMMANDS or os.environ.get("GARDEN_TEST_FRESH_PROCESS") == "1":
+    fresh_command = args and args[0] in FRESH_COMMANDS and tuple(args[:2]) not in MODEL_SUBCOMMANDS
+    if not args or fresh_command or os.environ.get("GARDEN_TEST_FRESH_PROCESS") == "1":
         return False
     server = _server.get("env", {**os.environ, **BASE_ENV})
     set_by_preloads = _server.get("set_by_preloads", set())  # scikit-learn's KMP_*: a fresh import sets them too
     changed = {k for k in env.keys() | server.keys()
                if env.get(k) != server.get(k) and not (k in set_by_preloads and k not in env)}
+    if "PYTHONPATH" in changed and _only_adds_modules(env.get("PYTHONPATH", ""), server.get("PYTHONPATH", "")):
+        changed.remove("PYTHONPATH")  # the child puts the folders it adds on sys.path (:func:`_run_garden`)
+    changed.discard("OMP_NUM_THREADS")  # the child sets torch's threads from it, as torch does as it loads
     return not any(key.startswith(IMPORT_TIME_ENV) for key in changed)
+
+
+def _only_adds_modules(python_path: str, servers: str) -> bool:
+    """Whether ``python_path`` keeps the server's folders and adds only folders whose modules the
+    server has not imported (a plugin, a stand-in poptorch; not a stand-in torch, which needs a
+    fresh interpreter to be imported at all)."""
+    folders, kept = (set(filter(None, path.split(os.pathsep))) for path in (python_path, servers))
+    if not kept <= folders:
+        return False
+    _fork_server()
+    for folder in folders - kept:
+        names = {path.name.split(".")[0] for path in Path(folder).glob("*") if path.suffix in ("", ".py", ".so", ".pyd")}
+        if names & _server["modules"]:
+            return False
+    return True
 
 
 def _model_modules() -> list[str]:
@@ -115,24 +138,25 @@ def _fork_server():
     if not _server:
         context = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload([*PRELOAD, *_model_modules()])
-        saved = dict(os.environ)
-        os.environ.update(BASE_ENV)  # what the server's preloaded libraries read as they load
+        saved, started = dict(os.environ), {**_STARTED_WITH, **BASE_ENV}
+        os.environ.clear(), os.environ.update(started)  # what the server's preloaded libraries read as they load
         try:
             receive, send = context.Pipe(duplex=False)
             first = context.Process(target=_send_environ, args=(send,))  # starts the server with this environment
             first.start()
-            server_env = receive.recv()
+            server_env, modules = receive.recv()
             first.join()
         finally:
             os.environ.clear(), os.environ.update(saved)
-        started = {**saved, **BASE_ENV}
-        _server.update(context=context, env=server_env, set_by_preloads=server_env.keys() - started.keys())
+        _server.update(context=context, env=server_env, set_by_preloads=server_env.keys() - started.keys(),
+                       modules=modules)
     return _server["context"]
 
 
 def _send_environ(connection) -> None:
-    """The server's environment after its imports, as its children inherit it."""
-    connection.send(dict(os.environ))
+    """The server's environment after its imports, as its children inherit it, and the top-level
+    modules it imported."""
+    connection.send((dict(os.environ), {name.split(".")[0] for name in sys.modules}))
 
 
 def _forked(args: tuple[str, ...], cwd: Path, env: dict, timeout: float) -> Result:
@@ -213,7 +237,16 @@ def _run_garden(args: list[str], cwd: str, env: dict, out: str, err: str) -> Non
     sys.stderr = open(2, "w", encoding="utf-8", errors="backslashreplace", closefd=False, buffering=1)
     for name in [m for m in sys.modules if m == "garden" or m.startswith(("garden.", "garden_"))]:
         del sys.modules[name]  # imported fresh, as a new interpreter would, under this environment
-    sys.path[0] = cwd  # python -m puts the working directory first
+    if env.get("OMP_NUM_THREADS", "").isdigit() and "torch" in sys.modules:
+        sys.modules["torch"].set_num_threads(int(env["OMP_NUM_THREADS"]))  # what torch reads as it loads
+    sys.path[0] = cwd  # python -m puts the working directory first, then PYTHONPATH's folders
+    added = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p not in sys.path]
+    sys.path[1:1] = added
+    if any(Path(p, "sitecustomize.py").exists() for p in added):
+        import importlib
+
+        sys.modules.pop("sitecustomize", None)
+        importlib.import_module("sitecustomize")  # as the interpreter's site module does at start-up
     sys.argv = ["-m", *args]
     try:
         runpy.run_module("garden", run_name="__main__", alter_sys=True)

@@ -30,7 +30,8 @@ from typing import Any
 
 from garden.contract import CheckResult, check_plugin, failures
 
-__all__ = ["CheckResult", "assert_plugin_contract", "check_plugin", "execute_notebook", "run_notebook"]
+__all__ = ["CheckResult", "assert_plugin_contract", "check_plugin", "execute_notebook", "plan_of_a_published_layout",
+           "run_notebook"]
 
 #: the parameters a test runs a notebook with: the smallest variant, a few steps on a little data
 SMALL_NOTEBOOK = ('variant = "smallest"\npreset = "smoke"\nmax_steps = 2\n'
@@ -60,6 +61,22 @@ def run_notebook(model: str, task: str, workdir: Path, **kwargs: Any) -> Any:
     from garden.notebooks import write
 
     return execute_notebook(write(model, task, None, Path(workdir)), workdir, **kwargs)
+
+
+def plan_of_a_published_layout(layout: list[int], overrides: list[str], folder: Path) -> list[int]:
+    """The ``layers_per_ipu`` garden plans for ``overrides``' model from a published ``layout``:
+    written as Graphcore publishes it (an ``ipu_config.json`` in ``folder``), read through
+    ``ipu.config_file`` and planned by parameter count on the meta device. A family that counts
+    its layers as optimum-graphcore does gets ``layout`` back."""
+    import json
+
+    from garden.runs.planned import plan_summary
+
+    published = {"layers_per_ipu": list(layout), "ipus_per_replica": len(layout), "matmul_proportion": 0.2}
+    (Path(folder) / "ipu_config.json").write_text(json.dumps(published))
+    summary = plan_summary([*overrides, f"ipu.config_file={folder}", "ipu.cost=params", "data.limit=8",
+                            "data.eval_limit=4"])
+    return list(summary["layers_per_ipu"])
 
 
 def assert_plugin_contract(name: str, *, tasks: list[str] | None = None) -> list[CheckResult]:

@@ -25,6 +25,21 @@ def rows(keep: Callable[[Any], bool]) -> list[tuple[str, str]]:
     return [(name, task) for name, entry in sorted(entries().items()) if keep(entry) for task in entry.tasks]
 
 
+def one_row_each(keep: Callable[[Any], bool] = lambda entry: True) -> list[tuple[str, str]]:
+    """Each installed model ``keep(entry)`` accepts once, with the first of its tasks that no model
+    before it (by name) took, else its first: a test of every family covers as many tasks' heads
+    as it has families."""
+    from garden.registry import entries
+
+    taken, chosen = set(), []
+    for name, entry in sorted(entries().items()):
+        if keep(entry):
+            task = next((t for t in entry.tasks if t not in taken), entry.tasks[0])
+            taken.add(task)
+            chosen.append((name, task))
+    return chosen
+
+
 def family_class(entry: Any) -> type:
     """The family class that builds ``entry`` (its ``builder``), imported but not instantiated."""
     from pkgutil import resolve_name

@@ -54,10 +54,15 @@ def test_a_forked_run_sees_the_environment_its_test_gave_it(tmp_path):
     (("model=vit", "task=classify"), {}, True),
     (("model=vit", "task=classify"), {"GARDEN_PLUGINS": "garden-vit", "COLUMNS": "80"}, True),
     (("model=vit", "task=classify"), {"HF_HOME": "/elsewhere"}, False),  # huggingface_hub reads it on import
-    (("model=vit", "task=classify"), {"PYTHONPATH": "/plugins"}, False),
+    (("model=vit", "task=classify"), {"PYTHONPATH": "/plugins"}, True),  # the child puts it on sys.path
+    (("model=vit", "task=classify"), {"OMP_NUM_THREADS": "1"}, True),  # the child sets torch's threads
+    (("model=vit", "task=classify"), {"OMP_NUM_THREADS": "1", "OMP_PROC_BIND": "true"}, False),
+    (("model=vit", "task=classify"), {"PYTHONHASHSEED": "1"}, False),
     (("model=vit", "task=classify"), {"FAKE_POPTORCH_IPUS": "2"}, True),  # read by code the server has not loaded
     (("export", "--help"), {}, True),
-    (("list",), {}, False),  # promised not to import torch: tests check it in a fresh interpreter
+    (("list",), {}, False),
+    (("registry", "check"), {}, False),
+    (("registry", "measure", "vit"), {}, True),  # builds the model: torch either way  # promised not to import torch: tests check it in a fresh interpreter
     ((), {}, False),
 ])
 def test_only_runs_the_preloaded_libraries_cannot_tell_apart_fork(args, env, forks):
@@ -70,6 +75,8 @@ def test_variables_a_preloaded_library_sets_itself_still_fork():
     it: their presence or absence is what a fresh interpreter would make of them too (the suite
     once ran every later test fresh after a test imported scikit-learn)."""
     pytest.importorskip("sklearn")
+    if "KMP_INIT_AT_FORK" in pytest_plugin._STARTED_WITH:
+        pytest.skip("pytest started with KMP_INIT_AT_FORK set")
     pytest_plugin._fork_server()
     server, set_by_preloads = pytest_plugin._server["env"], pytest_plugin._server["set_by_preloads"]
     assert "KMP_INIT_AT_FORK" in set_by_preloads
@@ -77,6 +84,35 @@ def test_variables_a_preloaded_library_sets_itself_still_fork():
     assert pytest_plugin._forks(("model=vit",), env)
     assert pytest_plugin._forks(("model=vit",), {**env, **{k: server[k] for k in set_by_preloads}})
     assert not pytest_plugin._forks(("model=vit",), {**env, "KMP_INIT_AT_FORK": "TRUE"})  # one of its own
+
+
+def test_a_python_path_that_holds_a_preloaded_module_needs_a_fresh_interpreter(tmp_path):
+    (tmp_path / "plugin").mkdir(), (tmp_path / "stand_in" / "torch").mkdir(parents=True)
+    (tmp_path / "plugin" / "garden_other.py").touch()
+    env = {**os.environ, **pytest_plugin.BASE_ENV}
+    assert pytest_plugin._forks(("model=vit",), {**env, "PYTHONPATH": str(tmp_path / "plugin")})
+    assert not pytest_plugin._forks(("model=vit",), {**env, "PYTHONPATH": str(tmp_path / "stand_in")})
+
+
+#: the run's threads and a module of the folder PYTHONPATH adds, as its site-customisation sees them
+SITECUSTOMIZE = """
+import atexit, sys, torch
+atexit.register(lambda: print("threads", torch.get_num_threads(), "first", sys.path[1], "from", sys.argv[1:]))
+"""
+
+
+def test_a_forked_run_gets_its_python_path_and_threads_as_a_fresh_interpreter_does(monkeypatch, tmp_path):
+    """The child adds PYTHONPATH's new folders after its working directory and runs their
+    ``sitecustomize``, and sets torch's threads from OMP_NUM_THREADS (the server has 2 on 2 cores)."""
+    (tmp_path / "site").mkdir()
+    (tmp_path / "site" / "sitecustomize.py").write_text(SITECUSTOMIZE)
+    env = {"PYTHONPATH": str(tmp_path / "site"), "OMP_NUM_THREADS": "1"}
+    assert pytest_plugin._forks(("export",), {**os.environ, **pytest_plugin.BASE_ENV, **env})
+    forked, fresh = both_ways(monkeypatch, tmp_path, "export", env=env)  # refused (no format), after start-up
+    assert forked.returncode == fresh.returncode == 2, forked.output + fresh.output
+    [line] = [ln for ln in forked.stdout.splitlines() if ln.startswith("threads")]
+    assert line == f"threads 1 first {tmp_path / 'site'} from ['export']"
+    assert line in fresh.stdout.splitlines(), fresh.stdout
 
 
 def test_every_call_is_a_fresh_interpreter_when_asked(monkeypatch):

@@ -8,7 +8,6 @@ from __future__ import annotations
 import importlib
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -16,11 +15,11 @@ import pytest
 
 from garden.registry import entries
 
-from conftest import ROOT
+from conftest import ROOT, garden_cli
 from equivalence import SGD_STEPS, assert_same_steps, mutation_env, read_run, step_mismatches
 
 FAKE = ROOT / "tests" / "fake_poptorch"
-#: the module's runs (a dozen garden subprocesses, six at a time) are set up by its first test
+#: the module's runs (a dozen) are set up by its first test
 pytestmark = pytest.mark.timeout(1800)
 ONE_STEP = ("model=vit", "task=classify", "preset=smoke", "weights=random", "trainer.max_steps=1", *SGD_STEPS,
             "trainer.lr=0.1", "trainer.eval=false", "data.batch_size=8")
@@ -63,18 +62,11 @@ SUMMED = """
 """
 
 
-def start(where: Path, *args: str, env: dict | None = None) -> subprocess.Popen:
-    """``python -m garden ARGS`` in ``where``, started now and awaited by :func:`finish`."""
+def run(where: Path, *args: str, env: dict | None = None) -> tuple[int, str]:
+    """``python -m garden ARGS`` in ``where``: its exit status and output."""
     where.mkdir(parents=True, exist_ok=True)
-    full = {**os.environ, "HF_HUB_OFFLINE": "1", "COLUMNS": "200", "TRANSFORMERS_VERBOSITY": "error",
-            "OMP_NUM_THREADS": "1", **(env or {})}
-    return subprocess.Popen([sys.executable, "-m", "garden", *args], cwd=where, env=full, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-
-
-def finish(proc: subprocess.Popen) -> tuple[int, str]:
-    out, err = proc.communicate(timeout=900)
-    return proc.returncode, out + err
+    result = garden_cli(*args, cwd=where, env={"OMP_NUM_THREADS": "1", **(env or {})}, timeout=900)
+    return result.returncode, result.output
 
 
 def run_folder(where: Path) -> Path:
@@ -88,7 +80,7 @@ def calls(log: list[dict], name: str, options: int | None = None) -> list[dict]:
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
-    """Every subprocess this module needs, six at a time (each is mostly Python start-up)."""
+    """Every run this module needs."""
     base = tmp_path_factory.mktemp("ipu")
     cache = base / "cache"
     specs = {
@@ -115,12 +107,7 @@ def runs(tmp_path_factory):
         "shallow": (base / "shallow", (*ONE_STEP, "backend=ipu", "ipu.layers_per_ipu=[-1,-1]",
                                        "ipu.gradient_accumulation_steps=2"), with_fake(base / "shallow.json")),
     }
-    results: dict = {}
-    names = list(specs)
-    for wave in range(0, len(names), 6):
-        procs = {name: start(specs[name][0], *specs[name][1], env=specs[name][2]) for name in names[wave:wave + 6]}
-        results.update({name: finish(proc) for name, proc in procs.items()})
-    return base, results
+    return base, {name: run(where, *args, env=env) for name, (where, args, env) in specs.items()}
 
 
 def log_of(base: Path, name: str) -> list[dict]:

@@ -58,3 +58,11 @@ def test_qa_infer_answers_with_a_span_of_the_context(trained, tmp_path):
     [row] = infer(trained, "bert", "qa", questions, tmp_path / "out")
     [answer] = row["predictions"]
     assert context[answer["start"]:answer["end"]] == answer["label"] and 0 <= answer["score"] <= 1
+
+
+def test_graphcores_published_layout_of_the_large_variant_plans_exactly(tmp_path):
+    """Graphcore/bert-large-ipu's ipu_config.json (the base variant's is the registry entry's ``layouts``)."""
+    from garden.testing import plan_of_a_published_layout
+
+    layout = [3, 7, 7, 7]
+    assert plan_of_a_published_layout(layout, ["model=bert", "model.variant=large"], tmp_path) == layout

@@ -36,3 +36,11 @@ def test_mlm_infer_fills_the_mask_with_the_top_k_tokens(trained, tmp_path):
     assert row["input"] == "The film is <mask> clever."
     assert len(row["predictions"]) == 3 and len({p["position"] for p in row["predictions"]}) == 1
     assert row["predictions"][0]["score"] >= row["predictions"][-1]["score"]
+
+
+def test_graphcores_published_layout_of_the_large_variant_plans_exactly(tmp_path):
+    """Graphcore/roberta-large-ipu's ipu_config.json (the base variant's is the registry entry's ``layouts``)."""
+    from garden.testing import plan_of_a_published_layout
+
+    layout = [3, 7, 7, 7]
+    assert plan_of_a_published_layout(layout, ["model=roberta", "model.variant=large"], tmp_path) == layout
