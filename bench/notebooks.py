@@ -1,4 +1,4 @@
-"""How long CI takes to execute every built-in notebook, as tests/test_notebooks.py runs them.
+"""How long each built-in notebook takes in a fresh kernel, as a user opens it.
 
     python bench/notebooks.py                 # all of them; saves bench/results/notebooks.json and
                                               # rewrites docs/notebooks.md's generated table
@@ -6,8 +6,8 @@
 
 Each notebook runs with nbclient in a fresh kernel, with the parameters CI injects
 (``garden.testing.SMALL_NOTEBOOK``: the smallest variant, 2 steps on 16 examples), offline, one
-after the other as pytest runs them; the wall time counts kernel start, imports, the plan, the
-run and the predictions. The record names the machine and its load, which other work on a shared
+after the other; the wall time counts kernel start, imports, the plan, the run and the
+predictions (tests/test_notebooks.py shares one kernel per worker and pays the imports once). The record names the machine and its load, which other work on a shared
 2-core machine changes a lot: compare totals only between records taken under similar loads.
 """
 

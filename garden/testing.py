@@ -38,10 +38,16 @@ SMALL_NOTEBOOK = ('variant = "smallest"\npreset = "smoke"\nmax_steps = 2\n'
                   'overrides = ["data.limit=16", "data.eval_limit=8", "data.batch_size=4"]')
 
 
-def execute_notebook(path: Path, workdir: Path, parameters: str = SMALL_NOTEBOOK, timeout: int = 300) -> Any:
+def execute_notebook(path: Path, workdir: Path, parameters: str = SMALL_NOTEBOOK, timeout: int = 300,
+                     kernel: Any = None) -> Any:
     """Run the notebook at ``path`` in ``workdir`` with nbclient, ``parameters`` injected after its
     cell tagged ``parameters`` (as papermill does); returns the executed notebook, its wall time
-    in ``metadata.garden_seconds``. A cell's error raises nbclient's ``CellExecutionError``."""
+    in ``metadata.garden_seconds``. A cell's error raises nbclient's ``CellExecutionError``.
+
+    Each notebook gets a kernel of its own, unless ``kernel`` (a started jupyter_client
+    ``KernelManager``) is given: then it runs there after ``%reset -f`` and a change into
+    ``workdir``, with no name left from the notebook before (its imports stay loaded, which is
+    what a test suite running many notebooks saves)."""
     import nbformat
     from nbclient import NotebookClient
 
@@ -50,8 +56,13 @@ def execute_notebook(path: Path, workdir: Path, parameters: str = SMALL_NOTEBOOK
     injected = nbformat.v4.new_code_cell(parameters)
     injected.metadata["tags"] = ["injected-parameters"]
     nb.cells.insert(at + 1, injected)
+    if kernel is not None:
+        fresh = nbformat.v4.new_code_cell(f"%reset -f\nimport os\nos.chdir({str(Path(workdir).resolve())!r})\ndel os")
+        fresh.metadata["tags"] = ["injected-reset"]
+        nb.cells.insert(0, fresh)
     start = time.perf_counter()
-    NotebookClient(nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(workdir)}}).execute()
+    NotebookClient(nb, timeout=timeout, kernel_name="python3", km=kernel,
+                   resources={"metadata": {"path": str(workdir)}}).execute()
     nb.metadata["garden_seconds"] = round(time.perf_counter() - start, 1)
     return nb
 

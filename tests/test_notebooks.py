@@ -9,6 +9,8 @@ import json
 import os
 import sys
 
+from pathlib import Path
+
 import nbformat
 import pytest
 
@@ -17,7 +19,7 @@ from garden import notebooks, registry
 from garden.testing import execute_notebook
 
 BUILTIN = [(e.name, t) for e, t in notebooks.builtin_entries()]
-#: the budget for one notebook on a 2-core CPU (kernel start, imports, plan, run, predictions)
+#: the budget for one notebook on a 2-core CPU (imports, plan, run, predictions)
 BUDGET_S = 300
 
 
@@ -51,14 +53,26 @@ def test_the_notebook_command_writes_one_entrys_notebook_and_refuses_a_task_it_l
     assert wrong.returncode == 2 and wrong.stderr.count("\n") == 1 and "vit" in wrong.stderr and "qa" in wrong.stderr
 
 
+@pytest.fixture(scope="module")
+def kernel(tmp_path_factory):
+    """One Python kernel for this module's notebooks (per pytest worker), offline: each notebook
+    starts with its names reset (:func:`garden.testing.execute_notebook`), the imports of torch and
+    transformers paid once (10 s a notebook on 2 cores). bench/notebooks.py times fresh kernels."""
+    from jupyter_client.manager import KernelManager
+
+    manager = KernelManager(kernel_name="python3")
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_VERBOSITY": "error",
+           "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "2")}
+    manager.start_kernel(env=env, cwd=str(tmp_path_factory.mktemp("kernel")))
+    yield manager
+    manager.shutdown_kernel(now=True)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("model, task", BUILTIN, ids=[f"{m}-{t}" for m, t in BUILTIN])
-def test_every_builtin_notebook_runs_offline_without_error(model, task, tmp_path, monkeypatch):
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setenv("TRANSFORMERS_VERBOSITY", "error")
-    monkeypatch.setenv("OMP_NUM_THREADS", os.environ.get("OMP_NUM_THREADS", "2"))
-    nb = execute_notebook(ROOT / notebooks.FOLDER / notebooks.filename(model, task), tmp_path, timeout=BUDGET_S)
-    seconds = nb.metadata["garden_seconds"]
+def test_every_builtin_notebook_runs_offline_without_error(model, task, tmp_path, kernel):
+    nb = execute_notebook(ROOT / notebooks.FOLDER / notebooks.filename(model, task), tmp_path, timeout=BUDGET_S,
+                          kernel=kernel)
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
     assert not [o for o in outputs if o.output_type == "error"]
     assert any("image/png" in o.get("data", {}) for o in outputs), "the notebook draws its pictures"
@@ -67,6 +81,24 @@ def test_every_builtin_notebook_runs_offline_without_error(model, task, tmp_path
     if times:  # docs/notebooks.md's figure: GARDEN_NOTEBOOK_TIMES=FILE pytest -k runs_offline
         with open(times, "a") as f:
             f.write(json.dumps({"notebook": f"{model}-{task}", "seconds": round(seconds, 1)}) + "\n")
+
+
+def test_a_notebook_in_the_shared_kernel_sees_no_name_of_the_one_before(kernel, tmp_path):
+    from nbclient.exceptions import CellExecutionError
+
+    def notebook(name: str, source: str) -> Path:
+        nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("", metadata={"tags": ["parameters"]}),
+                                              nbformat.v4.new_code_cell(source)])
+        nbformat.write(nb, tmp_path / name)
+        return tmp_path / name
+
+    execute_notebook(notebook("first.ipynb", "left_behind = 1"), tmp_path, parameters="", kernel=kernel)
+    with pytest.raises(CellExecutionError, match="NameError"):
+        execute_notebook(notebook("second.ipynb", "left_behind"), tmp_path, parameters="", kernel=kernel)
+    (tmp_path / "elsewhere").mkdir()
+    ran_in = execute_notebook(notebook("third.ipynb", "import os; print(os.getcwd())"), tmp_path / "elsewhere",
+                              parameters="", kernel=kernel)
+    assert ran_in.cells[-1].outputs[0]["text"].strip() == str((tmp_path / "elsewhere").resolve())
 
 
 def test_show_names_each_tasks_notebook_and_its_launch_link(cli):
