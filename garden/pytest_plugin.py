@@ -11,7 +11,7 @@ plugin, so a plugin's tests use the fixtures without a conftest::
 Runs fork from a server that has already imported torch and transformers (:data:`PRELOAD`), so a
 test's ``python -m garden model=...`` costs the run, not 5-10 s of imports: each run is still its
 own process (its own pid, signals, exit status, fresh garden modules, its own stdout and stderr),
-given what a fresh interpreter takes from ``PYTHONPATH`` and ``OMP_NUM_THREADS``. Commands that
+given what a fresh interpreter takes from ``PYTHONPATH`` (its folders) and ``OMP_NUM_THREADS``. Commands that
 promise not to import torch (``list``, ``show``, ...), and runs given another environment variable
 the preloaded libraries may read when they load (:data:`IMPORT_TIME_ENV`), start a fresh
 interpreter instead; ``GARDEN_TEST_FRESH_PROCESS=1`` makes every call do so.
@@ -96,16 +96,17 @@ def _forks(args: tuple[str, ...], env: dict) -> bool:
 
 
 def _only_adds_modules(python_path: str, servers: str) -> bool:
-    """Whether ``python_path`` keeps the server's folders and adds only folders whose modules the
-    server has not imported (a plugin, a stand-in poptorch; not a stand-in torch, which needs a
-    fresh interpreter to be imported at all)."""
+    """Whether ``python_path`` keeps the server's folders and adds only folders of modules the
+    server has not imported (a plugin, a stand-in poptorch). A stand-in torch, or a
+    ``sitecustomize`` (start-up code: an import hook, a hidden library, a patch), needs a fresh
+    interpreter to take effect."""
     folders, kept = (set(filter(None, path.split(os.pathsep))) for path in (python_path, servers))
     if not kept <= folders:
         return False
     _fork_server()
     for folder in folders - kept:
         names = {path.name.split(".")[0] for path in Path(folder).glob("*") if path.suffix in ("", ".py", ".so", ".pyd")}
-        if names & _server["modules"]:
+        if names & (_server["modules"] | {"sitecustomize", "usercustomize"}):
             return False
     return True
 
@@ -172,7 +173,7 @@ def _forked(args: tuple[str, ...], cwd: Path, env: dict, timeout: float) -> Resu
         return Result(process.exitcode, read(out), read(err))  # -N when signal N stopped it, as subprocess says
 
 
-def garden_ranks(nproc: int, *args: str, cwd: Path, timeout: float = 300) -> Result:
+def garden_ranks(nproc: int, *args: str, cwd: Path, env: dict | None = None, timeout: float = 300) -> Result:
     """``torchrun --standalone --nproc-per-node=NPROC -m garden ARGS`` without the launcher: NPROC
     ranks forked from the server with torchrun's variables (``RANK``, ``WORLD_SIZE``, a free
     ``MASTER_PORT``, ...), joined in a real gloo process group. Exit status 0 when every rank
@@ -182,7 +183,7 @@ def garden_ranks(nproc: int, *args: str, cwd: Path, timeout: float = 300) -> Res
     with socket.socket() as free:
         free.bind(("127.0.0.1", 0))
         port = free.getsockname()[1]
-    env = {**os.environ, **BASE_ENV}
+    env = {**os.environ, **BASE_ENV, **(env or {})}
     if not _forks(args, env):  # torchrun itself, as it would start them
         proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}",
                                "-m", "garden", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
@@ -240,13 +241,7 @@ def _run_garden(args: list[str], cwd: str, env: dict, out: str, err: str) -> Non
     if env.get("OMP_NUM_THREADS", "").isdigit() and "torch" in sys.modules:
         sys.modules["torch"].set_num_threads(int(env["OMP_NUM_THREADS"]))  # what torch reads as it loads
     sys.path[0] = cwd  # python -m puts the working directory first, then PYTHONPATH's folders
-    added = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p not in sys.path]
-    sys.path[1:1] = added
-    if any(Path(p, "sitecustomize.py").exists() for p in added):
-        import importlib
-
-        sys.modules.pop("sitecustomize", None)
-        importlib.import_module("sitecustomize")  # as the interpreter's site module does at start-up
+    sys.path[1:1] = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p not in sys.path]
     sys.argv = ["-m", *args]
     try:
         runpy.run_module("garden", run_name="__main__", alter_sys=True)

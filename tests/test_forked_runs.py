@@ -11,7 +11,7 @@ import os
 import pytest
 
 from garden import pytest_plugin
-from garden.pytest_plugin import garden_cli, garden_ranks
+from garden.pytest_plugin import garden_cli, garden_ranks, make_distribution
 
 TINY = ("model=vit", "task=classify", "preset=smoke", "model.variant=tiny", "weights=random", "trainer.max_steps=3",
         "trainer.eval=false", "data.limit=16", "trainer.threads=1", "hydra.run.dir=run")
@@ -94,25 +94,34 @@ def test_a_python_path_that_holds_a_preloaded_module_needs_a_fresh_interpreter(t
     assert not pytest_plugin._forks(("model=vit",), {**env, "PYTHONPATH": str(tmp_path / "stand_in")})
 
 
-#: the run's threads and a module of the folder PYTHONPATH adds, as its site-customisation sees them
-SITECUSTOMIZE = """
+#: a plugin that reports, as the run ends, its threads and where PYTHONPATH's folder sits on sys.path
+PROBE = """
 import atexit, sys, torch
+
+GARDEN_API_VERSION = "1.0"
 atexit.register(lambda: print("threads", torch.get_num_threads(), "first", sys.path[1], "from", sys.argv[1:]))
 """
 
 
-def test_a_forked_run_gets_its_python_path_and_threads_as_a_fresh_interpreter_does(monkeypatch, tmp_path):
-    """The child adds PYTHONPATH's new folders after its working directory and runs their
-    ``sitecustomize``, and sets torch's threads from OMP_NUM_THREADS (the server has 2 on 2 cores)."""
-    (tmp_path / "site").mkdir()
-    (tmp_path / "site" / "sitecustomize.py").write_text(SITECUSTOMIZE)
-    env = {"PYTHONPATH": str(tmp_path / "site"), "OMP_NUM_THREADS": "1"}
-    assert pytest_plugin._forks(("export",), {**os.environ, **pytest_plugin.BASE_ENV, **env})
-    forked, fresh = both_ways(monkeypatch, tmp_path, "export", env=env)  # refused (no format), after start-up
+def test_a_forked_run_gets_its_python_path_and_threads_as_a_fresh_interpreter_does(monkeypatch, plugin_site, tmp_path):
+    """The child puts PYTHONPATH's new folders after its working directory (a plugin there is
+    found) and sets torch's threads from OMP_NUM_THREADS (the server has 2 on 2 cores)."""
+    site, env = plugin_site
+    make_distribution(site, "garden-probe", "garden_probe", PROBE)
+    env = {**env, "OMP_NUM_THREADS": "1"}
+    args = ("model=vit", "task=classify", "data.batch_size=0")  # refused once the plugins are loaded
+    assert pytest_plugin._forks(args, {**os.environ, **pytest_plugin.BASE_ENV, **env})
+    forked, fresh = both_ways(monkeypatch, tmp_path, *args, env=env)
     assert forked.returncode == fresh.returncode == 2, forked.output + fresh.output
     [line] = [ln for ln in forked.stdout.splitlines() if ln.startswith("threads")]
-    assert line == f"threads 1 first {tmp_path / 'site'} from ['export']"
+    assert line == f"threads 1 first {site} from {list(args)}"
     assert line in fresh.stdout.splitlines(), fresh.stdout
+
+
+def test_a_python_path_with_start_up_code_needs_a_fresh_interpreter(tmp_path):
+    (tmp_path / "sitecustomize.py").write_text("import sys\nsys.modules['soundfile'] = None  # hidden\n")
+    assert not pytest_plugin._forks(("model=vit",), {**os.environ, **pytest_plugin.BASE_ENV,
+                                                     "PYTHONPATH": str(tmp_path)})
 
 
 def test_every_call_is_a_fresh_interpreter_when_asked(monkeypatch):

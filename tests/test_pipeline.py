@@ -1,6 +1,10 @@
 """The same stage plan runs for real under torchrun (gloo, one stage per process) and gives the
 local run's numbers: forward outputs, and the update a training step makes (compared relative to
-its size by tests/equivalence.py, which says why SGD and why that tolerance)."""
+its size by tests/equivalence.py, which says why SGD and why that tolerance).
+
+The 2- and 3-stage steps and the refused process count run under torchrun itself; the check
+that catches a doubled loss and the inference forks its ranks with torchrun's variables
+(:func:`garden.pytest_plugin.garden_ranks`), without the launcher's imports."""
 
 from __future__ import annotations
 
@@ -12,6 +16,8 @@ from pathlib import Path
 
 import pytest
 import torch
+
+from garden.pytest_plugin import Result, garden_ranks
 
 from conftest import garden_cli
 from equivalence import SGD_STEPS, assert_same_steps, initial, mutation_env, read_run, step_mismatches
@@ -28,6 +34,11 @@ def torchrun(nproc: int, *args: str, cwd: Path, env: dict | None = None) -> subp
     return subprocess.run(
         [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}",
          "-m", "garden", *args], cwd=cwd, env=full_env, capture_output=True, text=True, timeout=300)
+
+
+def ranks(nproc: int, *args: str, cwd: Path, env: dict | None = None) -> Result:
+    """:func:`torchrun`'s ranks forked from the test's server (torchrun itself where they cannot be)."""
+    return garden_ranks(nproc, *args, cwd=cwd, env={"OMP_NUM_THREADS": "1", **(env or {})})
 
 
 @pytest.fixture(scope="module")
@@ -70,8 +81,8 @@ PIPELINE_LOSS_X2 = """
 
 def test_the_step_comparison_catches_a_pipeline_whose_loss_is_doubled(before, local_step, tmp_path):
     (tmp_path / "run").mkdir()
-    result = torchrun(2, *ONE_STEP, "backend=pipeline", cwd=tmp_path / "run",
-                      env=mutation_env(tmp_path / "site", PIPELINE_LOSS_X2))
+    result = ranks(2, *ONE_STEP, "backend=pipeline", cwd=tmp_path / "run",
+                   env=mutation_env(tmp_path / "site", PIPELINE_LOSS_X2))
     assert result.returncode == 0, result.stdout + result.stderr
     assert "MUTATION: pipeline loss x2" in result.stderr
     problems = step_mismatches(before, local_step, read_run(tmp_path / "run"))
@@ -86,7 +97,7 @@ def test_pipelined_inference_predicts_what_the_local_model_predicts(tmp_path):
     (tmp_path / "local").mkdir(), (tmp_path / "piped").mkdir()
     local = garden_cli(*infer, cwd=tmp_path / "local")
     assert local.returncode == 0, local.output
-    piped = torchrun(2, *infer, "backend=pipeline", "ipu.micro_batches=2", cwd=tmp_path / "piped")
+    piped = ranks(2, *infer, "backend=pipeline", "ipu.micro_batches=2", cwd=tmp_path / "piped")
     assert piped.returncode == 0, piped.stdout + piped.stderr
 
     def predictions(where: Path) -> list[dict]:

@@ -1,7 +1,9 @@
 """Data-parallel replicas and gradient accumulation train exactly like one process over the same
 global batch: torchrun with 2 replicas of the whole model (backend=local, DDP) and 2 replicas x 2
 pipeline stages (backend=pipeline, a replica x stage DeviceMesh), checked against a single
-process after two SGD steps (each weight's update, relative to its size: tests/equivalence.py)."""
+process after two SGD steps (each weight's update, relative to its size: tests/equivalence.py).
+The DDP replicas run under torchrun itself; the replica x stage mesh and the check that catches a
+share divided twice fork their ranks (tests/test_pipeline.py's ``ranks``)."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ import pytest
 
 from conftest import garden_cli
 from equivalence import SGD_STEPS, Run, assert_same_steps, initial, mutation_env, read_run, step_mismatches
-from test_pipeline import torchrun
+from test_pipeline import ranks, torchrun
 
 #: real torchrun ranks (deselect with -m 'not distributed')
 pytestmark = pytest.mark.distributed
@@ -33,9 +35,9 @@ def one_process(tmp_path_factory):
     return read_run(where / "run")
 
 
-def replicated(where: Path, env: dict | None = None) -> tuple[Run, str]:
+def replicated(where: Path, env: dict | None = None, launch=ranks) -> tuple[Run, str]:
     """Two replicas of the whole model (DDP) take the two steps: the run and its stderr."""
-    result = torchrun(2, *TWO_STEPS, "backend=local", "ipu.replication_factor=2", "hydra.run.dir=run", cwd=where, env=env)
+    result = launch(2, *TWO_STEPS, "backend=local", "ipu.replication_factor=2", "hydra.run.dir=run", cwd=where, env=env)
     assert result.returncode == 0, result.stdout + result.stderr
     return read_run(where / "run"), result.stderr
 
@@ -49,7 +51,7 @@ def accumulated(where: Path, env: dict | None = None) -> tuple[Run, str]:
 
 
 def test_two_replicas_train_like_one_process_on_the_whole_batch(before, one_process, tmp_path):
-    run, stderr = replicated(tmp_path)
+    run, stderr = replicated(tmp_path, launch=torchrun)
     assert_same_steps(before, one_process, run)
     assert run.metrics["batch"] == {"micro_batch_size": 4, "replicas": 2, "gradient_accumulation_steps": 1,
                                     "device_iterations": 1, "effective_batch_size": 8}
@@ -58,8 +60,8 @@ def test_two_replicas_train_like_one_process_on_the_whole_batch(before, one_proc
 
 
 def test_two_replicas_of_two_pipeline_stages_train_like_one_process(before, one_process, tmp_path):
-    result = torchrun(4, *TWO_STEPS, "backend=pipeline", "ipu.replication_factor=2", "ipu.ipus_per_replica=2",
-                      "ipu.micro_batches=2", "hydra.run.dir=run", cwd=tmp_path)
+    result = ranks(4, *TWO_STEPS, "backend=pipeline", "ipu.replication_factor=2", "ipu.ipus_per_replica=2",
+                   "ipu.micro_batches=2", "hydra.run.dir=run", cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
     run = read_run(tmp_path / "run")
     assert_same_steps(before, one_process, run)
