@@ -31,7 +31,8 @@ from pathlib import Path
 
 import pytest
 
-__all__ = ["Result", "cli", "garden_cli", "garden_ranks", "make_distribution", "plugin_site", "run_dir"]
+__all__ = ["Result", "Started", "cli", "garden_cli", "garden_process", "garden_ranks", "make_distribution", "plugin_site",
+           "run_dir"]
 
 
 @dataclass
@@ -91,7 +92,8 @@ def _forks(args: tuple[str, ...], env: dict) -> bool:
                if env.get(k) != server.get(k) and not (k in set_by_preloads and k not in env)}
     if "PYTHONPATH" in changed and _only_adds_modules(env.get("PYTHONPATH", ""), server.get("PYTHONPATH", "")):
         changed.remove("PYTHONPATH")  # the child puts the folders it adds on sys.path (:func:`_run_garden`)
-    changed.discard("OMP_NUM_THREADS")  # the child sets torch's threads from it, as torch does as it loads
+    if env.get("OMP_NUM_THREADS", "").isdigit():
+        changed.discard("OMP_NUM_THREADS")  # the child sets torch's threads from it, as torch does as it loads
     return not any(key.startswith(IMPORT_TIME_ENV) for key in changed)
 
 
@@ -173,6 +175,60 @@ def _forked(args: tuple[str, ...], cwd: Path, env: dict, timeout: float) -> Resu
         return Result(process.exitcode, read(out), read(err))  # -N when signal N stopped it, as subprocess says
 
 
+class Started:
+    """A run started by :func:`garden_process`, asked as a ``subprocess.Popen`` is: ``pid``,
+    ``poll()``, ``wait(timeout)``, ``send_signal(sig)``; ``-N`` when signal N stopped it."""
+
+    def __init__(self, process):
+        self._process, self.pid = process, process.pid
+
+    def poll(self) -> int | None:
+        if isinstance(self._process, subprocess.Popen):
+            return self._process.poll()
+        return self._process.exitcode
+
+    def wait(self, timeout: float | None = None) -> int:
+        if isinstance(self._process, subprocess.Popen):
+            return self._process.wait(timeout)
+        self._process.join(timeout)
+        if self._process.exitcode is None:
+            raise subprocess.TimeoutExpired(["python", "-m", "garden"], timeout)
+        return self._process.exitcode
+
+    def send_signal(self, sig: int) -> None:
+        os.kill(self.pid, sig)
+
+
+def garden_process(*args: str, cwd: Path, log: Path, env: dict | None = None) -> Started:
+    """Start ``python -m garden ARGS`` and return at once, its stdout and stderr both written to
+    ``log``, in a session of its own: ``subprocess.Popen(..., stdout=log, stderr=STDOUT,
+    start_new_session=True)``, forked from the server where :func:`garden_cli` would fork."""
+    full_env = {**os.environ, **BASE_ENV, **(env or {})}
+    if _forks(args, full_env):
+        process = _fork_server().Process(target=_run_garden, args=(list(args), str(cwd), full_env, str(log), None))
+        process.start()
+        if not _started:
+            import atexit
+
+            atexit.register(_stop_strays)  # after multiprocessing's, so it runs before it joins them
+        _started.append(process)
+        return Started(process)
+    with open(log, "w") as out:
+        return Started(subprocess.Popen([sys.executable, "-m", "garden", *args], cwd=cwd, env=full_env, stdout=out,
+                                        stderr=subprocess.STDOUT, start_new_session=True))
+
+
+_started: list = []  # garden_process's forked runs
+
+
+def _stop_strays() -> None:
+    """Kill the runs a test started and left running: multiprocessing would wait for them at exit
+    (a Popen'd run would outlive pytest instead)."""
+    for process in _started:
+        if process.exitcode is None:
+            process.kill()
+
+
 def garden_ranks(nproc: int, *args: str, cwd: Path, env: dict | None = None, timeout: float = 300) -> Result:
     """``torchrun --standalone --nproc-per-node=NPROC -m garden ARGS`` without the launcher: NPROC
     ranks forked from the server with torchrun's variables (``RANK``, ``WORLD_SIZE``, a free
@@ -225,15 +281,20 @@ def _join_all(processes: list, timeout: float, args: tuple[str, ...]) -> None:
         processes[0].join(0.2)
 
 
-def _run_garden(args: list[str], cwd: str, env: dict, out: str, err: str) -> None:
-    """In the forked child: become ``python -m garden ARGS`` run in ``cwd`` with ``env``."""
+def _run_garden(args: list[str], cwd: str, env: dict, out: str, err: str | None) -> None:
+    """In the forked child: become ``python -m garden ARGS`` run in ``cwd`` with ``env`` (with
+    ``err`` None: stderr into ``out``, in a session of its own, as :func:`garden_process` says)."""
     import atexit
     import runpy
 
     os.environ.clear(), os.environ.update(env)
     os.chdir(cwd)
-    for fd, path in ((1, out), (2, err)):
-        os.dup2(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644), fd)
+    os.dup2(os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644), 1)
+    if err is None:
+        os.setsid()
+        os.dup2(1, 2)
+    else:
+        os.dup2(os.open(err, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644), 2)
     sys.stdout = open(1, "w", encoding="utf-8", errors="backslashreplace", closefd=False)
     sys.stderr = open(2, "w", encoding="utf-8", errors="backslashreplace", closefd=False, buffering=1)
     for name in [m for m in sys.modules if m == "garden" or m.startswith(("garden.", "garden_"))]:

@@ -172,9 +172,14 @@ def assert_same_steps(before: Run, reference: Run, other: Run) -> None:
 
 
 def mutation_env(site: Path, patch: str) -> dict:
-    """The environment of a run with a bug put in: ``patch`` (Python source) runs as the
-    ``sitecustomize`` of every interpreter started with it, torchrun's ranks included, and should
-    print a line with ``MUTATION`` when the bug is reached (so a test knows it ran)."""
+    """The environment of a run with a bug put in: ``patch`` (Python source) is the module of a
+    plugin every run loads as it finds its model (torchrun's ranks included), installed in
+    ``site``, and should print a line with ``MUTATION`` when the bug is reached (so a test knows it
+    ran). A plugin, not a ``sitecustomize``: runs given it still fork from the test's server."""
+    from garden.hookspecs import API_VERSION
+    from garden.pytest_plugin import make_distribution
+
     site.mkdir(parents=True, exist_ok=True)
-    (site / "sitecustomize.py").write_text(textwrap.dedent(patch))
+    make_distribution(site, "garden-mutation", "garden_mutation",
+                      f"GARDEN_API_VERSION = {API_VERSION!r}\n" + textwrap.dedent(patch))
     return {"PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -22,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from conftest import garden_cli
+from garden.pytest_plugin import garden_process
 from equivalence import SGD_STEPS, assert_same_steps, initial, mutation_env, read_run, step_mismatches
 from hubserver import HubServer
 
@@ -239,7 +239,7 @@ def test_the_hub_runs_record_the_full_commit_and_offline_nothing_cached_names_id
 def test_a_two_stage_pipeline_step_of_an_hf_model_equals_the_local_step(checkpoints, tmp_path):
     """ALBERT's one layer sits on both stages: its gradients are summed across them, and the
     comparison catches a pipeline that does not sum them."""
-    from test_pipeline import torchrun
+    from test_pipeline import ranks
 
     steps = (f"model=hf:{checkpoints['albert']}", "task=classify", "preset=smoke", "trainer.max_steps=1",
              *SGD_STEPS, "trainer.lr=0.1", "trainer.eval=false", "data.batch_size=4", "data.limit=8",
@@ -248,7 +248,7 @@ def test_a_two_stage_pipeline_step_of_an_hf_model_equals_the_local_step(checkpoi
     (tmp_path / "local").mkdir(), (tmp_path / "piped").mkdir()
     local = garden_cli(*steps, cwd=tmp_path / "local", timeout=SLOW)
     assert local.returncode == 0, local.output
-    piped = torchrun(2, *steps, "backend=pipeline", "ipu.micro_batches=2", cwd=tmp_path / "piped")
+    piped = ranks(2, *steps, "backend=pipeline", "ipu.micro_batches=2", cwd=tmp_path / "piped")
     assert piped.returncode == 0, piped.stdout[-3000:] + piped.stderr[-3000:]
     assert_same_steps(before, read_run(tmp_path / "local"), read_run(tmp_path / "piped"))
     (tmp_path / "unsummed").mkdir()
@@ -258,7 +258,7 @@ def test_a_two_stage_pipeline_step_of_an_hf_model_equals_the_local_step(checkpoi
             print("MUTATION: shared gradients not summed", flush=True)
         pipeline.PipelineBackend._sum_shared_gradients = _sum_shared_gradients
     """)
-    unsummed = torchrun(2, *steps, "backend=pipeline", "ipu.micro_batches=2", cwd=tmp_path / "unsummed", env=env)
+    unsummed = ranks(2, *steps, "backend=pipeline", "ipu.micro_batches=2", cwd=tmp_path / "unsummed", env=env)
     assert unsummed.returncode == 0 and "MUTATION" in unsummed.stdout, unsummed.stdout[-3000:] + unsummed.stderr[-3000:]
     problems = step_mismatches(before, read_run(tmp_path / "local"), read_run(tmp_path / "unsummed"))
     assert any(p.startswith("albert.encoder.albert_layer_groups") for p in problems), problems
@@ -273,16 +273,14 @@ def test_a_resumed_hub_model_refuses_a_branch_that_moved_and_resumes_at_its_comm
         env = {**os.environ, **hub_env(server, tmp_path / "hf"), "OMP_NUM_THREADS": "1"}
         args = ["model=hf:tiny/llama", "task=causal-lm", "preset=smoke", "trainer.max_steps=6",
                 "trainer.checkpoint_every=1", "data.limit=32", "hydra.run.dir=run"]
-        with open(tmp_path / "first.log", "w") as log:
-            proc = subprocess.Popen([sys.executable, "-m", "garden", *args], cwd=tmp_path, env=env, stdout=log,
-                                    stderr=subprocess.STDOUT, start_new_session=True)
-            deadline = time.monotonic() + SLOW
-            while not steps_saved(tmp_path / "run"):
-                assert proc.poll() is None, (tmp_path / "first.log").read_text()
-                assert time.monotonic() < deadline, "no checkpoint appeared"
-                time.sleep(0.05)
-            os.kill(proc.pid, signal.SIGTERM)
-            assert proc.wait(timeout=SLOW) == 128 + signal.SIGTERM, (tmp_path / "first.log").read_text()
+        proc = garden_process(*args, cwd=tmp_path, log=tmp_path / "first.log", env=env)
+        deadline = time.monotonic() + SLOW
+        while not steps_saved(tmp_path / "run"):
+            assert proc.poll() is None, (tmp_path / "first.log").read_text()
+            assert time.monotonic() < deadline, "no checkpoint appeared"
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=SLOW) == 128 + signal.SIGTERM, (tmp_path / "first.log").read_text()
         server.add_repo("tiny/llama", save_llama(tmp_path / "retrained", seed=1))  # main moves on
         moved = garden_cli(*args, "resume=true", cwd=tmp_path, env=env, timeout=SLOW)
         assert moved.returncode == 2, moved.output

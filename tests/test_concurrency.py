@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
+from garden.pytest_plugin import Started, garden_process
 from test_resume import ENV, descendants, steps_saved
 
 TINY = ("model=vit", "task=classify", "preset=smoke", "weights=random", "trainer.max_steps=2",
@@ -133,10 +134,9 @@ LOAD = 8
 LOAD_RUN = (*TINY, "trainer.max_steps=1", "data.limit=8", "data.eval_limit=4", "trainer.threads=1")
 
 
-def start(args: tuple, cwd: Path, log: Path) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "garden", *args], cwd=cwd,
-                            env={**os.environ, **ENV, "COLUMNS": "300"}, stdout=open(log, "w"),
-                            stderr=subprocess.STDOUT, start_new_session=True)
+def start(args: tuple, cwd: Path, log: Path) -> Started:
+    """A run started at once, in a process of its own (forked from the test's server)."""
+    return garden_process(*args, cwd=cwd, log=log, env={**ENV, "COLUMNS": "300"})
 
 
 def report(figures: dict) -> None:

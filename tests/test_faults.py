@@ -30,6 +30,7 @@ from pathlib import Path
 import pytest
 
 from conftest import garden_cli
+from garden.pytest_plugin import garden_process
 from test_resume import ENV, assert_identical, steps_saved
 
 # 2 epochs of 4 steps (32 examples, batch 8), an evaluation after each, a checkpoint after every
@@ -100,16 +101,14 @@ def test_a_stopped_run_resumes_from_any_position_to_the_uninterrupted_result(uni
 
 def test_sigterm_during_an_evaluation_stops_with_143_a_checkpoint_and_the_resume_line(uninterrupted, tmp_path):
     log_file = tmp_path / "run.log"
-    with open(log_file, "w") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "garden", *RUN, "hydra.run.dir=run"], cwd=tmp_path,
-                                env={**os.environ, **ENV, "COLUMNS": "200"}, stdout=log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 240
-        while 8 not in steps_saved(tmp_path / "run"):  # the last step is done: evaluations follow
-            assert proc.poll() is None, log_file.read_text()
-            assert time.monotonic() < deadline, "no checkpoint appeared"
-            time.sleep(0.005)
-        proc.send_signal(signal.SIGTERM)
-        code = proc.wait(timeout=120)
+    proc = garden_process(*RUN, "hydra.run.dir=run", cwd=tmp_path, log=log_file, env={**ENV, "COLUMNS": "200"})
+    deadline = time.monotonic() + 240
+    while 8 not in steps_saved(tmp_path / "run"):  # the last step is done: evaluations follow
+        assert proc.poll() is None, log_file.read_text()
+        assert time.monotonic() < deadline, "no checkpoint appeared"
+        time.sleep(0.005)
+    proc.send_signal(signal.SIGTERM)
+    code = proc.wait(timeout=120)
     text = " ".join(log_file.read_text().split())
     assert code == 128 + signal.SIGTERM, text
     run = tmp_path / "run"

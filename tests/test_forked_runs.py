@@ -11,7 +11,7 @@ import os
 import pytest
 
 from garden import pytest_plugin
-from garden.pytest_plugin import garden_cli, garden_ranks, make_distribution
+from garden.pytest_plugin import garden_cli, garden_process, garden_ranks, make_distribution
 
 TINY = ("model=vit", "task=classify", "preset=smoke", "model.variant=tiny", "weights=random", "trainer.max_steps=3",
         "trainer.eval=false", "data.limit=16", "trainer.threads=1", "hydra.run.dir=run")
@@ -44,6 +44,33 @@ def test_a_refused_run_exits_2_with_the_same_one_line(monkeypatch, tmp_path):
     assert forked.stderr == fresh.stderr and forked.stderr.count("\n") == 1, forked.stderr
 
 
+@pytest.mark.slow
+def test_a_started_run_answers_as_popen_does_forked_or_fresh(monkeypatch, tmp_path):
+    """``garden_process``: stdout and stderr in one log, the exit status, ``-9`` when killed, a
+    session of its own (``start_new_session=True``), whichever way it started."""
+    import signal
+    import time
+
+    for way in ("forked", "fresh"):
+        if way == "fresh":
+            monkeypatch.setenv("GARDEN_TEST_FRESH_PROCESS", "1")
+        refused = garden_process("model=vit", "task=classify", "data.batch_size=0", cwd=tmp_path,
+                                 log=tmp_path / f"{way}-refused.log")
+        assert refused.wait(timeout=300) == 2 and refused.poll() == 2
+        assert "error: data.batch_size=0" in (tmp_path / f"{way}-refused.log").read_text(), way
+        running = garden_process(*TINY[:-1], "trainer.max_steps=100000", f"hydra.run.dir={way}", cwd=tmp_path,
+                                 log=tmp_path / f"{way}-running.log")
+        try:
+            deadline = time.monotonic() + 60
+            while os.getsid(running.pid) != running.pid:
+                assert time.monotonic() < deadline, f"{way}: no session of its own"
+                time.sleep(0.01)
+            assert running.poll() is None
+        finally:
+            running.send_signal(signal.SIGKILL)
+        assert running.wait(timeout=60) == -signal.SIGKILL, way
+
+
 def test_a_forked_run_sees_the_environment_its_test_gave_it(tmp_path):
     result = garden_cli("model=vit", "task=classify", cwd=tmp_path, env={"GARDEN_PLUGINS": "garden-bert"})
     assert result.returncode == 2
@@ -57,12 +84,13 @@ def test_a_forked_run_sees_the_environment_its_test_gave_it(tmp_path):
     (("model=vit", "task=classify"), {"PYTHONPATH": "/plugins"}, True),  # the child puts it on sys.path
     (("model=vit", "task=classify"), {"OMP_NUM_THREADS": "1"}, True),  # the child sets torch's threads
     (("model=vit", "task=classify"), {"OMP_NUM_THREADS": "1", "OMP_PROC_BIND": "true"}, False),
+    (("model=vit", "task=classify"), {"OMP_NUM_THREADS": "four"}, False),  # no number: what torch makes of it
     (("model=vit", "task=classify"), {"PYTHONHASHSEED": "1"}, False),
     (("model=vit", "task=classify"), {"FAKE_POPTORCH_IPUS": "2"}, True),  # read by code the server has not loaded
     (("export", "--help"), {}, True),
-    (("list",), {}, False),
+    (("list",), {}, False),  # promised not to import torch: tests check it in a fresh interpreter
     (("registry", "check"), {}, False),
-    (("registry", "measure", "vit"), {}, True),  # builds the model: torch either way  # promised not to import torch: tests check it in a fresh interpreter
+    (("registry", "measure", "vit"), {}, True),  # builds the model: torch either way
     ((), {}, False),
 ])
 def test_only_runs_the_preloaded_libraries_cannot_tell_apart_fork(args, env, forks):

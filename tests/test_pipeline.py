@@ -2,8 +2,8 @@
 local run's numbers: forward outputs, and the update a training step makes (compared relative to
 its size by tests/equivalence.py, which says why SGD and why that tolerance).
 
-The 2- and 3-stage steps and the refused process count run under torchrun itself; the check
-that catches a doubled loss and the inference forks its ranks with torchrun's variables
+The 2-stage step and the refused process count run under torchrun itself; the 3-stage step, the
+check that catches a doubled loss and the inference fork their ranks with torchrun's variables
 (:func:`garden.pytest_plugin.garden_ranks`), without the launcher's imports."""
 
 from __future__ import annotations
@@ -54,9 +54,9 @@ def local_step(tmp_path_factory):
     return read_run(where)
 
 
-@pytest.mark.parametrize("stages", [2, 3])
-def test_a_pipelined_training_step_equals_the_local_one(before, local_step, tmp_path, stages):
-    result = torchrun(stages, *ONE_STEP, "backend=pipeline", f"ipu.ipus_per_replica={stages}", cwd=tmp_path)
+@pytest.mark.parametrize("stages, launch", [(2, "torchrun"), (3, "ranks")])
+def test_a_pipelined_training_step_equals_the_local_one(before, local_step, tmp_path, stages, launch):
+    result = {"torchrun": torchrun, "ranks": ranks}[launch](stages, *ONE_STEP, "backend=pipeline", f"ipu.ipus_per_replica={stages}", cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
     piped = read_run(tmp_path)
     assert piped.metrics["backend"] == "pipeline"

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import garden_cli
+from conftest import Result, garden_cli
+from garden.pytest_plugin import garden_process, garden_ranks
 
 # 3 epochs of 8 batches (preset=smoke: 64 examples, batch 8): a kill lands mid-epoch, and the
 # resumed run crosses epoch ends (an eval, a new data order) before it finishes.
@@ -25,17 +26,10 @@ PIPELINE = ("model=vit", "task=classify", "preset=smoke", "weights=random", "tra
 ENV = {"HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1", "TRANSFORMERS_VERBOSITY": "error"}
 
 
-def command(args: tuple, nproc: int | None) -> list[str]:
-    if nproc:
-        return [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}",
-                "-m", "garden", *args]
-    return [sys.executable, "-m", "garden", *args]
-
-
-def run(args: tuple, cwd: Path, nproc: int | None = None) -> subprocess.CompletedProcess:
-    result = subprocess.run(command(args, nproc), cwd=cwd, env={**os.environ, **ENV}, capture_output=True,
-                            text=True, timeout=300)
-    assert result.returncode == 0, result.stdout + result.stderr
+def run(args: tuple, cwd: Path, nproc: int | None = None) -> Result:
+    """A run that must succeed: forked from the test's server (``nproc`` ranks, as torchrun's)."""
+    result = garden_ranks(nproc, *args, cwd=cwd, env=ENV) if nproc else garden_cli(*args, cwd=cwd, env=ENV)
+    assert result.returncode == 0, result.output
     return result
 
 
@@ -64,9 +58,14 @@ def interrupt(args: tuple, cwd: Path, run_dir: str, after_step: int, sig: int, n
     """Start a run, wait until it has checkpointed past ``after_step``, then send ``sig`` (SIGKILL
     to every process of it, as a crashed node; SIGTERM to the launcher, as Slurm does)."""
     log_file = cwd / f"{run_dir.replace('/', '-')}.log"
-    log = open(log_file, "w")
-    proc = subprocess.Popen(command((*args, f"hydra.run.dir={run_dir}"), nproc), cwd=cwd, env={**os.environ, **ENV},
-                            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    if nproc:  # torchrun itself: its workers and its own handling of a signal are the point
+        with open(log_file, "w") as log:
+            proc = subprocess.Popen([sys.executable, "-m", "torch.distributed.run", "--standalone",
+                                     f"--nproc-per-node={nproc}", "-m", "garden", *args, f"hydra.run.dir={run_dir}"],
+                                    cwd=cwd, env={**os.environ, **ENV}, stdout=log, stderr=subprocess.STDOUT,
+                                    start_new_session=True)
+    else:
+        proc = garden_process(*args, f"hydra.run.dir={run_dir}", cwd=cwd, log=log_file, env=ENV)
     deadline = time.monotonic() + 240
     while not any(s > after_step for s in steps_saved(cwd / run_dir)):
         assert proc.poll() is None, log_file.read_text()
@@ -81,7 +80,6 @@ def interrupt(args: tuple, cwd: Path, run_dir: str, after_step: int, sig: int, n
     else:
         os.kill(proc.pid, sig)
     code = proc.wait(timeout=120)
-    log.close()
     assert not (cwd / run_dir / "metrics.json").exists(), "the run finished before it was interrupted"
     return code, log_file.read_text()
 

@@ -159,10 +159,10 @@ def test_the_bar_counter_counts_what_was_drawn():
 
 @pytest.mark.distributed
 def test_a_pipelined_run_draws_its_plan_and_each_stages_measured_time(tmp_path):
-    from test_pipeline import torchrun
+    from test_pipeline import ranks
 
-    result = torchrun(2, *SMOKE, "trainer.max_steps=2", "trainer.eval=false", "backend=pipeline",
-                      "hydra.run.dir=run", cwd=tmp_path)
+    result = ranks(2, *SMOKE, "trainer.max_steps=2", "trainer.eval=false", "backend=pipeline",
+                   "hydra.run.dir=run", cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
     where = tmp_path / "run"
     steps = [r for r in read_history(where) if "loss" in r]
