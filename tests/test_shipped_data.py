@@ -96,3 +96,21 @@ def test_the_portable_form_encodes_as_the_trained_tokenizer_does():
 
 def test_the_generators_are_not_installed_with_garden():
     assert not list(DATA.rglob("*.py"))
+
+
+def test_the_default_images_are_scikit_learns_digits_read_without_importing_it():
+    """The image task reads the digits file scikit-learn ships (its import is 2 s of a run's
+    start): the same scans, labels and class names as its own loader gives."""
+    code = ("import sys; from garden.tasks.image import digits; images, targets, names = digits(); "
+            "print(len(images), 'sklearn' in sys.modules)")
+    printed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert printed == ["1797", "False"]
+    from sklearn.datasets import load_digits
+
+    from garden.tasks.image import digits
+
+    images, targets, names = digits()
+    bunch = load_digits()
+    assert targets == bunch.target.tolist() and names == tuple(str(n) for n in bunch.target_names)
+    expected = (bunch.images * (255.0 / 16.0)).astype(np.uint8)
+    assert all(np.array_equal(np.asarray(image)[..., 0], scan) for image, scan in zip(images, expected))
