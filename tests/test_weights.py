@@ -4,7 +4,6 @@ load summary, strict shapes, plugins' checkpoint key renames, and trained folder
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -76,7 +75,7 @@ def test_a_plugin_renames_checkpoint_keys_it_knows(tmp_path, plugin_site):
     tensors = load_file(folder / "model.safetensors")
     tensors["legacy.cls"] = tensors.pop("vit.embeddings.cls_token")
     save_file(tensors, folder / "model.safetensors", metadata={"format": "pt"})
-    site, env = plugin_site
+    site, _ = plugin_site
     make_distribution(site, "garden-vit-legacy", "garden_vit_legacy", '''
         from garden.hookspecs import hookimpl
         GARDEN_API_VERSION = "1.0"
@@ -86,20 +85,23 @@ def test_a_plugin_renames_checkpoint_keys_it_knows(tmp_path, plugin_site):
             if model == "vit" and "legacy.cls" in keys:
                 return {"legacy.cls": "vit.embeddings.cls_token"}
     ''')
-    code = (f"import garden, torch; m = garden.load_model('vit', task='classify', weights={str(folder)!r});"
-            "print(m.garden_load_summary)")
-    import subprocess
-    import sys
+    from garden import load_model, plugins
 
     def summary(extra_env: dict) -> str:
-        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                              env={**os.environ, **extra_env})
-        assert done.returncode == 0, done.stderr
-        return done.stdout.strip().splitlines()[-1]
+        """The load summary with the plugin installed, discovered afresh in this process."""
+        with pytest.MonkeyPatch.context() as patch:
+            patch.syspath_prepend(str(site))
+            for name, value in extra_env.items():
+                patch.setenv(name, value)
+            plugins.discover.cache_clear()
+            try:
+                return load_model("vit", task="classify", weights=str(folder)).garden_load_summary
+            finally:
+                plugins.discover.cache_clear()  # the next test finds what is installed
 
-    with_plugin = summary(env)
+    with_plugin = summary({})
     assert with_plugin.startswith("loaded ") and "missing" not in with_plugin and "unused" not in with_plugin
-    without = summary({**env, "GARDEN_DISABLE_PLUGINS": "garden-vit-legacy"})
+    without = summary({"GARDEN_DISABLE_PLUGINS": "garden-vit-legacy"})
     assert "missing (random init): vit.embeddings.cls_token" in without and "unused from checkpoint: legacy.cls" in without
 
 

@@ -4,9 +4,9 @@
 mappings for garden's tasks, shrinks its default config by generic rules (:mod:`.shrink`), and
 runs the checks of :mod:`.checks` on it (build, a training step, inference, save and reload, a
 2-stage plan, a 2-stage ``torch.distributed.pipelining`` forward and SGD step equal to local,
-the same through the poptorch stand-in). Two worker processes (:mod:`.worker`) go through one
-task's architectures; an architecture that runs past ``--timeout`` seconds is stopped and
-recorded, and a fresh pair goes on with the next.
+the same through the poptorch stand-in). Two worker processes (:mod:`.worker`) go through the
+(task, architecture) cases; a case that runs past ``--timeout`` seconds is stopped and recorded,
+and a fresh pair goes on with the next.
 
 Results accumulate as JSON lines (``coverage-results.jsonl`` by default; a rerun skips the
 architectures it holds, so a long run can be done in pieces), and :mod:`.report` turns them into
@@ -48,17 +48,18 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def run_pair(task: str, types: list[str], results: Path, timeout: float) -> None:
-    """Check ``types`` for ``task`` with a fresh pair of workers until all have a record; a type
-    that runs past ``timeout`` seconds, or whose workers die, gets a record saying so."""
+def run_pair(cases: list[tuple[str, str]], results: Path, timeout: float) -> None:
+    """Check each ``(task, type)`` case with a fresh pair of workers until all have a record; a
+    case that runs past ``timeout`` seconds, or whose workers die, gets a record saying so."""
     current = results.with_name(results.name + ".current")
-    pending = list(types)
+    pending = list(cases)
     while pending:
         port = free_port()
         env = {**os.environ, "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
                "GARDEN_COVERAGE_TIMEOUT": str(timeout), "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
         current.unlink(missing_ok=True)
-        workers = [subprocess.Popen([sys.executable, "-m", "garden.coverage.worker", task, str(results), *pending],
+        workers = [subprocess.Popen([sys.executable, "-m", "garden.coverage.worker", str(results),
+                                     *(f"{task}:{model_type}" for task, model_type in pending)],
                                     env={**env, "RANK": str(rank)}, stdout=subprocess.DEVNULL,
                                     stderr=subprocess.PIPE, text=True, start_new_session=True)
                    for rank in (0, 1)]
@@ -71,17 +72,18 @@ def run_pair(task: str, types: list[str], results: Path, timeout: float) -> None
                 for w in workers:
                     os.killpg(w.pid, signal.SIGKILL)
         errors = [w.stderr.read() if w.stderr else "" for w in workers]
-        done = {(r["type"], r["task"]) for r in read(results)}
+        done = {(r["task"], r["type"]) for r in read(results)}
         marked = stuck or (current.read_text().split() if current.exists() else [])
-        if marked and (marked[0], task) not in done:
+        if marked and tuple(marked[0].split(":", 1)) not in done:
+            task, model_type = marked[0].split(":", 1)
             why = (f"stopped after {timeout:.0f} s in the {marked[1]} check" if stuck else
                    f"the workers died in the {marked[1]} check: {last_line(errors)}")
-            append(results, {"type": marked[0], "task": task, "checks": {marked[1]: (False, why)}, "seconds": None})
-            done.add((marked[0], task))
-        left = [t for t in pending if (t, task) not in done]
-        if left == pending:  # nothing progressed and nothing to blame: give up on this list
-            for t in left:
-                append(results, {"type": t, "task": task, "seconds": None,
+            append(results, {"type": model_type, "task": task, "checks": {marked[1]: (False, why)}, "seconds": None})
+            done.add((task, model_type))
+        left = [case for case in pending if case not in done]
+        if left == pending:  # nothing progressed and nothing to blame: give up on these
+            for task, model_type in left:
+                append(results, {"type": model_type, "task": task, "seconds": None,
                                  "checks": {"build": (False, f"the workers did not start: {last_line(errors)}")}})
             return
         pending = left
@@ -123,12 +125,12 @@ def main(argv: list[str]) -> int:
     results = Path(args.results)
     if not args.report:
         wanted = {t for t in args.types.split(",") if t}
-        for task in tasks:
-            done = set() if args.again else {r["type"] for r in latest(read(results)) if r["task"] == task}
-            types = [t for t in architectures(task) if (not wanted or t in wanted) and t not in done]
-            if types:
-                print(f"coverage: {task}: checking {len(types)} architectures", flush=True)
-                run_pair(task, types, results, args.timeout)
+        done = set() if args.again else {(r["task"], r["type"]) for r in latest(read(results))}
+        cases = [(task, t) for task in tasks for t in architectures(task)
+                 if (not wanted or t in wanted) and (task, t) not in done]
+        if cases:
+            print(f"coverage: checking {len(cases)} architecture x task cases", flush=True)
+            run_pair(cases, results, args.timeout)
     counts = write_report(read(results), {t: architectures(t) for t in TASKS}, Path(args.summary), Path(args.doc))
     for task, row in counts.items():
         print(f"{task}: {row}")

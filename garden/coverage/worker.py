@@ -1,10 +1,10 @@
-"""One of the two processes that check architectures for a task: ``python -m garden.coverage.worker
-TASK RESULTS TYPE ...`` with ``RANK``, ``WORLD_SIZE``, ``MASTER_ADDR`` and ``MASTER_PORT`` set.
+"""One of the two processes that check architectures: ``python -m garden.coverage.worker RESULTS
+TASK:TYPE ...`` with ``RANK``, ``WORLD_SIZE``, ``MASTER_ADDR`` and ``MASTER_PORT`` set.
 
 Both build each architecture from the same seed; rank 0 runs the local checks, both run the
-2-stage pipeline, rank 0 the poptorch stand-in and writes one JSON line per architecture to
-RESULTS. Before each check rank 0 names it in ``RESULTS.current`` (``type check``), so the
-driver can say where an architecture hung or crashed.
+2-stage pipeline, rank 0 the poptorch stand-in and writes one JSON line per case to RESULTS.
+Before each check rank 0 names it in ``RESULTS.current`` (``task:type check time``), so the
+driver can say where a case hung or crashed.
 """
 
 from __future__ import annotations
@@ -29,20 +29,20 @@ def main(argv: list[str]) -> int:
     warnings.filterwarnings("ignore")
     transformers.logging.set_verbosity_error()
     torch.set_num_threads(1)
-    task, results, types = argv[0], Path(argv[1]), argv[2:]
+    results, cases = Path(argv[0]), [case.split(":", 1) for case in argv[1:]]
     rank = int(os.environ["RANK"])
     timeout = float(os.environ.get("GARDEN_COVERAGE_TIMEOUT", "300"))
     dist.init_process_group("gloo", timeout=timedelta(seconds=timeout))
     group = dist.group.WORLD
     current = results.with_name(results.name + ".current")
 
-    def mark(model_type: str, check: str) -> None:
+    def mark(task: str, model_type: str, check: str) -> None:
         if rank == 0:
-            write_atomic(current, f"{model_type} {check} {time.time():.0f}\n")
+            write_atomic(current, f"{task}:{model_type} {check} {time.time():.0f}\n")
 
-    for model_type in types:
+    for task, model_type in cases:
         start = time.perf_counter()
-        mark(model_type, "build")
+        mark(task, model_type, "build")
         try:
             case = prepare_case(model_type, task)
         except Exception as err:  # the architecture's failure, not the run's
@@ -51,14 +51,14 @@ def main(argv: list[str]) -> int:
         if case is not None:
             for name, check in LOCAL.items():
                 if rank == 0 or name in ("build", "plan"):  # rank 1 needs the blocks, not the rest
-                    mark(model_type, name)
+                    mark(task, model_type, name)
                     run_check(case, name, check)
             failed = {}
         ready = case is not None and case.results.get("plan", (False,))[0] is True
         both: list = [None, None]
         dist.all_gather_object(both, ready, group=group)
         if all(both):
-            mark(model_type, "pipeline")
+            mark(task, model_type, "pipeline")
             run_check(case, "pipeline", lambda c: check_pipeline(c, rank, group))
             agreed: list = [None, None]
             dist.all_gather_object(agreed, case.results["pipeline"], group=group)
@@ -67,7 +67,7 @@ def main(argv: list[str]) -> int:
             case.results["pipeline"] = (None, "skipped: the model was not cut into blocks")
         if rank == 0:
             if case is not None and case.results.get("plan", (False,))[0] is True:
-                mark(model_type, "ipu")
+                mark(task, model_type, "ipu")
                 run_check(case, "ipu", check_ipu)
             elif case is not None:
                 case.results["ipu"] = (None, "skipped: the model was not cut into blocks")
