@@ -8,8 +8,8 @@ Each run is a command a user can type, ``python -m garden model=M task=T model.v
 weights=random trainer.threads=1`` (the plugin's recipe for M and T), in a fresh subprocess; its
 ``metrics.json`` gives the held-out metrics and the training throughput. One thread makes the
 numbers independent of the core count and, on one CPU model with the same torch and
-transformers, equal bit for bit, so ``tests/test_results.py`` reruns them and compares to 4
-decimals. Beside each result goes its baseline (``Task.baseline``: what a predictor that ignores
+transformers, equal bit for bit, so the plugins' tests rerun the faster ones and compare to 4
+decimals (``garden.testing.rerun_declared_result``). Beside each result goes its baseline (``Task.baseline``: what a predictor that ignores
 the inputs scores on the same held-out split) and the margin it must beat it by; ``show`` and
 the registry page display them (OpenMMLab's Results: task, dataset, metrics).
 """

@@ -17,6 +17,9 @@ or, to look at each point (what ``python -m garden plugin check`` prints)::
 The checks are listed in :mod:`garden.contract`. They run on the *installed* plugin, exactly as
 garden discovers it, so install the package (``pip install -e .``) before running its tests.
 
+:func:`rerun_declared_result` reruns the recipe behind a declared result (``results.json``) and
+checks its metrics to 4 decimals.
+
 :func:`run_notebook` writes a model's tutorial notebook (``python -m garden notebook``) and runs
 it top to bottom with nbclient, small (the smallest variant, two steps), failing on any cell's
 error; it needs ``pip install 'garden[notebooks]'``.
@@ -31,7 +34,7 @@ from typing import Any
 from garden.contract import CheckResult, check_plugin, failures
 
 __all__ = ["CheckResult", "assert_plugin_contract", "check_plugin", "execute_notebook", "plan_of_a_published_layout",
-           "run_notebook"]
+           "rerun_declared_result", "run_notebook"]
 
 #: the parameters a test runs a notebook with: the smallest variant, a few steps on a little data
 SMALL_NOTEBOOK = ('variant = "smallest"\npreset = "smoke"\nmax_steps = 2\n'
@@ -88,6 +91,40 @@ def plan_of_a_published_layout(layout: list[int], overrides: list[str], folder: 
     summary = plan_summary([*overrides, f"ipu.config_file={folder}", "ipu.cost=params", "data.limit=8",
                             "data.eval_limit=4"])
     return list(summary["layers_per_ipu"])
+
+
+def rerun_declared_result(model: str, task: str, workdir: Path) -> dict:
+    """Rerun the command of ``model``'s declared result for ``task`` (its plugin's ``results.json``,
+    written by ``bench/results.py --write``) in ``workdir`` and assert that it gives the declared
+    held-out metrics to 4 decimals; returns them. Skips, naming what differs, on a CPU model or a
+    torch or transformers version other than the one it was measured with: floating point differs
+    between instruction sets and kernels (the recipes run on one thread, so cores do not matter)."""
+    import json
+    import shlex
+
+    import pytest
+
+    from garden import get_entry
+    from garden.declared import cpu_model, version
+    from garden.pytest_plugin import garden_cli
+
+    __tracebackhide__ = True
+    [result] = [r for r in get_entry(model).results if r["task"] == task]
+    here = {"cpu": cpu_model(), "torch": version("torch"), "transformers": version("transformers")}
+    differ = [f"{k} {v!r} here, {result['measured_with'].get(k)!r} declared" for k, v in here.items()
+              if v != result["measured_with"].get(k)]
+    if differ:
+        pytest.skip(f"{model}/{task} was measured elsewhere ({'; '.join(differ)}); "
+                    f"python bench/results.py {model} reruns it here")
+    argv = shlex.split(result["command"])
+    assert argv[:3] == ["python", "-m", "garden"], result["command"]
+    run = garden_cli(*argv[3:], cwd=Path(workdir), timeout=600)
+    assert run.returncode == 0, run.output
+    [metrics] = Path(workdir).glob("outputs/*/*/metrics.json")
+    measured = json.loads(metrics.read_text())["eval"]
+    assert measured.keys() == result["metrics"].keys()
+    assert measured == pytest.approx(result["metrics"], abs=1e-4), result["command"]
+    return measured
 
 
 def assert_plugin_contract(name: str, *, tasks: list[str] | None = None) -> list[CheckResult]:

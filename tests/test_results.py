@@ -6,10 +6,8 @@ a predictor that ignores the inputs scores on the same split. Here every declare
 beat its baseline by its declared margin; every declared baseline must be what the task computes
 today; and a rerun of a recipe's command must give its declared metrics to 4 decimals.
 
-The reruns need the recorded CPU model and torch and transformers versions (floating point
-differs between CPU instruction sets and library kernels; the recipes run on one thread, so the
-core count does not matter); elsewhere they skip and say which differs. ``RERUN`` holds the
-recipes that train in under half a minute of CPU on one thread (the six together about 90 s);
+The reruns are each plugin's to choose (``garden.testing.rerun_declared_result`` in its own
+tests: garden's plugins rerun the recipes that train in under half a minute of CPU on one thread);
 ``python bench/results.py`` reruns all of them (the speech ones take several CPU minutes each).
 """
 
@@ -19,11 +17,6 @@ import json
 import shlex
 
 import pytest
-
-from conftest import garden_cli
-
-#: the recipes rerun here; the others are the same command, only slower (bench/results.py)
-RERUN = ("bert", "roberta", "camembert", "deberta", "tgn", "schnet")
 
 
 def declared() -> list[tuple[str, dict]]:
@@ -90,37 +83,6 @@ def test_a_declared_baseline_is_what_the_task_computes_on_its_data(model, result
     assert {k: found[k] for k in ("name", "metric", "perfect")} == {k: result["baseline"][k] for k in
                                                                      ("name", "metric", "perfect")}
     assert found["value"] == pytest.approx(result["baseline"]["value"], abs=1e-4)
-
-
-def differences(measured_with: dict) -> list[str]:
-    """What differs between this machine and the one a result was measured on, of what the numbers depend on."""
-    from garden.declared import cpu_model, version
-
-    here = {"cpu": cpu_model(), "torch": version("torch"), "transformers": version("transformers")}
-    return [f"{k} {here[k]!r} here, {measured_with.get(k)!r} declared" for k in here if here[k] != measured_with.get(k)]
-
-
-RERUNS = [(m, r) for m, r in DECLARED if m in RERUN]
-
-
-@pytest.mark.parametrize("model, result", RERUNS, ids=ids(RERUNS))
-def test_a_recipe_rerun_gives_its_declared_metrics_to_4_decimals(model, result, tmp_path):
-    differ = differences(result["measured_with"])
-    if differ:
-        pytest.skip(f"{model}/{result['task']} was measured elsewhere ({'; '.join(differ)}); "
-                    f"python bench/results.py {model} reruns it here")
-    argv = shlex.split(result["command"])
-    assert argv[:3] == ["python", "-m", "garden"]
-    run = garden_cli(*argv[3:], cwd=tmp_path, timeout=600)
-    assert run.returncode == 0, run.output
-    [metrics] = tmp_path.glob("outputs/*/*/metrics.json")
-    measured = json.loads(metrics.read_text())["eval"]
-    assert measured.keys() == result["metrics"].keys()
-    assert measured == pytest.approx(result["metrics"], abs=1e-4), result["command"]
-
-
-def test_rerun_names_declared_models():
-    assert set(RERUN) <= {model for model, _ in DECLARED}
 
 
 def test_a_plugin_folder_without_declared_files_declares_nothing(tmp_path):

@@ -1,6 +1,7 @@
 """The BERT plugin's own tests (``pytest plugins/bert/tests``; ``make test`` runs them too): a tiny
 BERT trained on garden's shipped data answers infer for each of its tasks (labels with scores for
-sentences, tags and character spans for entities, an answer span of the context). What every
+sentences, tags and character spans for entities, an answer span of the context), and the
+recipe behind its declared result reproduces it to 4 decimals. What every
 encoder family does alike (training, stage blocks, smoke runs, Hub-format folders) is in garden's
 tests/test_nlp_encoders.py."""
 
@@ -66,3 +67,11 @@ def test_graphcores_published_layout_of_the_large_variant_plans_exactly(tmp_path
 
     layout = [3, 7, 7, 7]
     assert plan_of_a_published_layout(layout, ["model=bert", "model.variant=large"], tmp_path) == layout
+
+
+@pytest.mark.slow
+def test_the_declared_result_reproduces_to_4_decimals(tmp_path):
+    """The recipe behind the registry's result (results.json) gives the same metrics here."""
+    from garden.testing import rerun_declared_result
+
+    rerun_declared_result("bert", "classify", tmp_path)

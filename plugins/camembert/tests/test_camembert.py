@@ -1,8 +1,9 @@
 """The CamemBERT plugin's own tests (``pytest plugins/camembert/tests``; ``make test`` runs them too):
 a tiny CamemBERT trained without a checkpoint reads the Unigram tokenizer the plugin ships, trained
 on garden's French sentences, and is sized to it: the saved config's vocabulary is the tokenizer's,
-under the 1,000 tokens the recipe allows. What every encoder family does alike (training, stage
-blocks, smoke runs) is in garden's tests/test_nlp_encoders.py."""
+under the 1,000 tokens the recipe allows; its recipe reproduces its declared result. What every
+encoder family does alike (training, stage blocks, smoke runs) is in garden's
+tests/test_nlp_encoders.py."""
 
 from __future__ import annotations
 
@@ -28,3 +29,11 @@ def test_the_model_is_sized_to_the_trained_tokenizer(trained):
 
     folder = trained[("camembert", "classify")][1] / "model"
     assert AutoConfig.from_pretrained(folder).vocab_size == len(AutoTokenizer.from_pretrained(folder)) < 1000
+
+
+@pytest.mark.slow
+def test_the_declared_result_reproduces_to_4_decimals(tmp_path):
+    """The recipe behind the registry's result (results.json) gives the same metrics here."""
+    from garden.testing import rerun_declared_result
+
+    rerun_declared_result("camembert", "classify", tmp_path)

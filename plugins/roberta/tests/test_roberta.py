@@ -1,7 +1,8 @@
 """The RoBERTa plugin's own tests (``pytest plugins/roberta/tests``; ``make test`` runs them too): a
 tiny RoBERTa trained on garden's shipped data fills a masked word in infer, writing the user's
-``[MASK]`` as its own ``<mask>`` token. What every encoder family does alike (training, stage
-blocks, smoke runs, Hub-format folders) is in garden's tests/test_nlp_encoders.py."""
+``[MASK]`` as its own ``<mask>`` token; its recipe reproduces its declared result. What every
+encoder family does alike (training, stage blocks, smoke runs, Hub-format folders) is in garden's
+tests/test_nlp_encoders.py."""
 
 from __future__ import annotations
 
@@ -44,3 +45,11 @@ def test_graphcores_published_layout_of_the_large_variant_plans_exactly(tmp_path
 
     layout = [3, 7, 7, 7]
     assert plan_of_a_published_layout(layout, ["model=roberta", "model.variant=large"], tmp_path) == layout
+
+
+@pytest.mark.slow
+def test_the_declared_result_reproduces_to_4_decimals(tmp_path):
+    """The recipe behind the registry's result (results.json) gives the same metrics here."""
+    from garden.testing import rerun_declared_result
+
+    rerun_declared_result("roberta", "classify", tmp_path)
