@@ -120,6 +120,16 @@ def test_a_task_the_architecture_has_no_head_for_names_the_tasks_it_has():
     assert "\n" not in message
 
 
+def test_probe_images_take_the_vision_towers_size_when_the_model_has_no_size_of_its_own():
+    """CLIP-like models keep ``image_size`` in ``vision_config``: a 224-pixel probe would not fit."""
+    from transformers import CLIPConfig, ViTConfig
+
+    from garden.families.auto import image_size
+
+    assert image_size(CLIPConfig(vision_config={"image_size": 32})) == (32, 32)
+    assert image_size(ViTConfig(image_size=48)) == (48, 48)
+
+
 def test_a_checkpoint_that_needs_its_repos_code_is_refused_in_one_line():
     from garden.errors import ConfigError
     from garden.families.auto import entry_for

@@ -431,7 +431,9 @@ def probe_inputs(model: Any, task: Any, processor: Any = None, batch: int = 2, l
 
 
 def image_size(config: Any) -> tuple[int, int]:
-    size = getattr(config, "image_size", None) or 224
+    """The pixels the model takes: its own ``image_size``, or its vision tower's (CLIP, SigLIP)."""
+    size = getattr(config, "image_size", None) or getattr(getattr(config, "vision_config", None), "image_size", None) \
+        or 224
     if isinstance(size, (list, tuple)):
         return int(size[-2]), int(size[-1])
     return int(size), int(size)
