@@ -198,6 +198,7 @@ def check_train(case: Case) -> str:
     import torch
 
     model = case.model
+    kept = {n: b.detach().clone() for n, b in model.named_buffers()}  # BatchNorm's statistics move in train mode
     model.train()
     try:
         loss = case.task.loss(output_of(case, case.inputs), case.target)
@@ -214,6 +215,9 @@ def check_train(case: Case) -> str:
     finally:
         model.zero_grad(set_to_none=True)
         model.eval()
+        with torch.no_grad():  # the later checks, and the other rank (which skips this one), see the built model
+            for n, b in model.named_buffers():
+                b.copy_(kept[n])
 
 
 def check_infer(case: Case) -> str:
