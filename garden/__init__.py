@@ -15,12 +15,22 @@ Importing garden is cheap: torch, transformers and Hydra load only when a run ne
 """
 
 from garden.errors import GardenError
-from garden.registry import get as get_entry
+from garden import registry
 from garden.registry import list_models, search
 
 __version__ = "0.1.0"
 __all__ = ["GardenError", "compose", "get_entry", "history", "list_models", "load_model", "plan", "predictor",
            "run", "search"]
+
+
+def get_entry(name: str):
+    """The registry entry called ``name``; ``hf:<repo-id>[@<revision>]`` or ``hf:<folder>`` makes
+    one from the checkpoint's config, as a run does (:func:`garden.runs.prepared.entry_of`)."""
+    if name.startswith("hf:"):
+        from garden.runs.prepared import entry_of
+
+        return entry_of(name)
+    return registry.get(name)
 
 
 def load_model(*args, **kwargs):

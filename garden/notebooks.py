@@ -248,8 +248,11 @@ def text(nb: dict[str, Any]) -> str:
 
 def write(model: str, task: str | None, variant: str | None, out: Path | None) -> Path:
     """Write ``model``'s notebook for ``task`` (its first task by default) to ``out`` (a file or
-    folder; default ``./MODEL-TASK.ipynb``)."""
-    entry = registry.get(model)
+    folder; default ``./MODEL-TASK.ipynb``); ``model`` may be ``hf:<repo-id>[@<revision>]`` or
+    ``hf:<folder>``, as in a run."""
+    from garden.runs.prepared import entry_of
+
+    entry = entry_of(model)
     task = task or entry.tasks[0]
     target = Path(out) if out else Path(filename(entry.name, task))
     if target.is_dir():

@@ -77,10 +77,18 @@ def test_every_builtin_notebook_runs_offline_without_error(model, task, tmp_path
     assert not [o for o in outputs if o.output_type == "error"]
     assert any("image/png" in o.get("data", {}) for o in outputs), "the notebook draws its pictures"
     assert list((tmp_path / "outputs").glob("*/*/plots/training.png")), "the run in the notebook drew itself"
-    times = os.environ.get("GARDEN_NOTEBOOK_TIMES")
-    if times:  # docs/notebooks.md's figure: GARDEN_NOTEBOOK_TIMES=FILE pytest -k runs_offline
-        with open(times, "a") as f:
-            f.write(json.dumps({"notebook": f"{model}-{task}", "seconds": round(seconds, 1)}) + "\n")
+
+
+@pytest.mark.slow
+def test_a_notebook_for_an_hf_model_runs_offline_without_error(tmp_path, kernel):
+    """``notebook model=hf:<folder>``: an architecture no plugin covers gets its tutorial too."""
+    from test_anymodel import save_albert
+
+    folder = save_albert(tmp_path / "albert")
+    written = notebooks.write(f"hf:{folder}", "classify", None, tmp_path / "albert.ipynb")
+    nb = execute_notebook(written, tmp_path, timeout=BUDGET_S, kernel=kernel)
+    assert nb.metadata["garden"]["model"] == f"hf:{folder}"
+    assert list((tmp_path / "outputs").glob("*/*/plots/training.png")), "the run in the notebook drew itself"
 
 
 def test_a_notebook_in_the_shared_kernel_sees_no_name_of_the_one_before(kernel, tmp_path):
