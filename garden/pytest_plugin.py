@@ -196,7 +196,8 @@ class Started:
         return self._process.exitcode
 
     def send_signal(self, sig: int) -> None:
-        os.kill(self.pid, sig)
+        if self.poll() is None:  # as Popen does: never to a pid that ended (and may be reused)
+            os.kill(self.pid, sig)
 
 
 def garden_process(*args: str, cwd: Path, log: Path, env: dict | None = None) -> Started:
