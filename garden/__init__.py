@@ -15,7 +15,6 @@ Importing garden is cheap: torch, transformers and Hydra load only when a run ne
 """
 
 from garden.errors import GardenError
-from garden import registry
 from garden.registry import list_models, search
 
 __version__ = "0.1.0"
@@ -25,12 +24,10 @@ __all__ = ["GardenError", "compose", "get_entry", "history", "list_models", "loa
 
 def get_entry(name: str):
     """The registry entry called ``name``; ``hf:<repo-id>[@<revision>]`` or ``hf:<folder>`` makes
-    one from the checkpoint's config, as a run does (:func:`garden.runs.prepared.entry_of`)."""
-    if name.startswith("hf:"):
-        from garden.runs.prepared import entry_of
+    one from the checkpoint's config, as a run does (see :func:`garden.runs.prepared.entry_of`)."""
+    from garden.runs.prepared import entry_of
 
-        return entry_of(name)
-    return registry.get(name)
+    return entry_of(name)
 
 
 def load_model(*args, **kwargs):

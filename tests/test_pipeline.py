@@ -54,9 +54,9 @@ def local_step(tmp_path_factory):
     return read_run(where)
 
 
-@pytest.mark.parametrize("stages, launch", [(2, "torchrun"), (3, "ranks")])
+@pytest.mark.parametrize("stages, launch", [(2, torchrun), (3, ranks)], ids=["2-torchrun", "3-ranks"])
 def test_a_pipelined_training_step_equals_the_local_one(before, local_step, tmp_path, stages, launch):
-    result = {"torchrun": torchrun, "ranks": ranks}[launch](stages, *ONE_STEP, "backend=pipeline", f"ipu.ipus_per_replica={stages}", cwd=tmp_path)
+    result = launch(stages, *ONE_STEP, "backend=pipeline", f"ipu.ipus_per_replica={stages}", cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
     piped = read_run(tmp_path)
     assert piped.metrics["backend"] == "pipeline"

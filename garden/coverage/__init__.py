@@ -74,12 +74,13 @@ def run_pair(cases: list[tuple[str, str]], results: Path, timeout: float) -> Non
         errors = [w.stderr.read() if w.stderr else "" for w in workers]
         done = {(r["task"], r["type"]) for r in read(results)}
         marked = stuck or (current.read_text().split() if current.exists() else [])
-        if marked and tuple(marked[0].split(":", 1)) not in done:
-            task, model_type = marked[0].split(":", 1)
+        blamed = tuple(marked[0].split(":", 1)) if marked else None
+        if blamed and blamed not in done:
+            task, model_type = blamed
             why = (f"stopped after {timeout:.0f} s in the {marked[1]} check" if stuck else
                    f"the workers died in the {marked[1]} check: {last_line(errors)}")
             append(results, {"type": model_type, "task": task, "checks": {marked[1]: (False, why)}, "seconds": None})
-            done.add((task, model_type))
+            done.add(blamed)
         left = [case for case in pending if case not in done]
         if left == pending:  # nothing progressed and nothing to blame: give up on these
             for task, model_type in left:

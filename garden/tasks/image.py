@@ -27,10 +27,9 @@ def digits() -> tuple[list[Any], list[int], tuple[str, ...]]:
     from PIL import Image
 
     spec = importlib.util.find_spec("sklearn")
-    shipped = [Path(folder, "datasets", "data", "digits.csv.gz") for folder in (spec and spec.submodule_search_locations
-                                                                               or [])]
-    if shipped and shipped[0].is_file():
-        table = np.loadtxt(shipped[0], delimiter=",")
+    shipped = Path(spec.origin).parent / "datasets" / "data" / "digits.csv.gz" if spec and spec.origin else None
+    if shipped and shipped.is_file():
+        table = np.loadtxt(shipped, delimiter=",")
         scans, targets = table[:, :-1].reshape(-1, 8, 8), table[:, -1].astype(int)
     else:
         bunch = needs("sklearn.datasets", "scikit-learn", "the default image data (scikit-learn's digits)").load_digits()
