@@ -17,9 +17,14 @@ registry's config):
 * ``garden int8``: ``infer.precision=int8-dynamic`` unchecked, where auto's plan is not int8 (it
   fell back, or the CPU has a bf16 path): the quantised path's speed and agreement on their own.
 * ``garden auto``: the same loop under the plan ``infer.precision=auto`` chooses on this machine
-  (garden.backends.plans: bf16 with AMX/AVX512-BF16, dynamic int8 on AVX2 CPUs, ...). A
-  quantised plan is checked against fp32 on each run's first batches; that check is a one-off
-  cost per run (reported apart, as seconds per run) and the timed rounds run the plan without it.
+  for a run this short (garden.backends.plans: bf16 with AMX/AVX512-BF16, dynamic int8 on AVX2
+  CPUs, ...). A quantised plan is checked against fp32 on each run's first batches; that check
+  is a one-off cost per run (reported apart, as seconds per run) and the timed rounds run the
+  plan without it.
+* ``auto +compile``: auto's plan with ``+compile`` (``torch.compile``, inductor, weights frozen),
+  what a long run on a GPU gets and what ``infer.precision=<plan>+compile`` asks for elsewhere:
+  its warm-up is paid once per process (reported apart) and the timed rounds reuse the compiled
+  model. It is what decides whether auto compiles on a CPU.
 * ``pipeline()``: transformers' pipeline as users call it (fp32, its own preprocessing of the raw
   images/texts each call), same batch size.
 * ``ONNX Runtime`` / ``OpenVINO``: garden's loop with ``backend=onnxruntime`` / ``backend=openvino``
@@ -58,6 +63,7 @@ os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 MODELS = {"vit:base": "classify", "bert:base": "classify", "wav2vec2:base": "asr", "t5:small": "text2text"}
 QUICK = {"vit:tiny": "classify", "bert:tiny": "classify"}
 FP32 = "garden fp32"
+COMPILED = "auto +compile"
 
 
 def prepare_run(model: str, variant: str, task: str, n_inputs: int):
@@ -153,6 +159,7 @@ def bench_one(name: str, task: str, n_inputs: int, batches: list[int], repeats: 
 
     from garden.backends import select_backend
     from garden.runs.data import loader
+    from garden.runs.loops import inference_plan
 
     model_name, variant = name.split(":")
     torch.set_num_threads(threads)
@@ -203,6 +210,9 @@ def bench_one(name: str, task: str, n_inputs: int, batches: list[int], repeats: 
                 fns["pipeline()"] = pipe
             elif batch == batches[0]:
                 result["notes"].append(why)
+            if backend.can_compile and not chosen.endswith("+compile"):
+                fns[COMPILED] = lambda b=batch, c=f"{chosen}+compile": garden_infer(prepared, backend, folder(COMPILED),
+                                                                                    c, b)
             if not chosen.startswith("int8-dynamic"):  # e.g. fell back: show the quantised path's speed anyway
                 fns["garden int8"] = lambda b=batch: garden_infer(prepared, backend, folder("garden int8"),
                                                                   "int8-dynamic", b)
@@ -211,7 +221,11 @@ def bench_one(name: str, task: str, n_inputs: int, batches: list[int], repeats: 
             for label, (rt_backend, runtime) in runtimes.items():
                 fns[label] = (lambda b=batch, r=runtime, k=rt_backend, lab=label:
                               garden_infer(r, k, folder(lab), "fp32", b))
-            returned = {k: fn() for k, fn in fns.items()}  # warm-up: caches, kernels, and each loop's answers
+            returned, warm_up = {}, {}
+            for k, fn in fns.items():  # warm-up: caches, kernels, compilation, and each loop's answers
+                started = time.perf_counter()
+                returned[k] = fn()
+                warm_up[k] = time.perf_counter() - started
             times: dict[str, list[float]] = {k: [] for k in fns}
             for r in range(repeats):
                 if r and time.monotonic() > deadline:
@@ -224,6 +238,7 @@ def bench_one(name: str, task: str, n_inputs: int, batches: list[int], repeats: 
                 got = returned[key] if key in ("hand loop fp32", "pipeline()") else answers(outs[key])
                 agreement[key] = sum(a == b for a, b in zip(got, reference)) / len(reference)
             result["cells"].append({"batch": batch, "times": times, "agreement": agreement, "plan": plan,
+                                    "warm_up_seconds": warm_up,
                                     "checked_run_seconds": checked_seconds})
             rate = {k: result["n"] / median(v) for k, v in times.items()}
             print(f"{name} batch {batch}: plan {chosen} ({plan['reason']})", flush=True)
@@ -236,8 +251,9 @@ def bench_one(name: str, task: str, n_inputs: int, batches: list[int], repeats: 
 
 def report(record: dict) -> str:
     """Speed beside agreement for every model, batch size and loop of a saved run, as markdown."""
-    rows, autos, pipes = [], [], []
-    loops = ["hand loop fp32", "garden auto", "pipeline()", "ONNX Runtime", "OpenVINO", "garden int8", "garden bf16"]
+    rows, autos, pipes, compiled = [], [], [], []
+    loops = ["hand loop fp32", "garden auto", COMPILED, "pipeline()", "ONNX Runtime", "OpenVINO", "garden int8",
+             "garden bf16"]
     for m in record["models"]:
         for cell in m["cells"]:
             rate = {k: m["n"] / median(v) for k, v in cell["times"].items()}
@@ -255,7 +271,10 @@ def report(record: dict) -> str:
             if "pipeline()" in rate:
                 pipes.append((m["name"], cell["batch"], rate["garden auto"] / rate["pipeline()"],
                               rate[FP32] / rate["pipeline()"]))
-    for loop in ("garden bf16", "garden int8"):  # a loop that ran nowhere: leave its column out
+            if COMPILED in rate:
+                compiled.append((m["name"], cell["batch"], rate[COMPILED] / rate["garden auto"],
+                                 cell.get("warm_up_seconds", {}).get(COMPILED)))
+    for loop in (COMPILED, "garden bf16", "garden int8"):  # a loop that ran nowhere: leave its column out
         i = 7 + loops.index(loop)
         if all(r[i] == "–" for r in rows):
             loops.remove(loop)
@@ -263,8 +282,8 @@ def report(record: dict) -> str:
     lines = [f"Inputs/s of garden fp32 (eager torch), then each loop as **speed ÷ garden fp32 · top-1 agreement "
              f"with garden fp32** over the same inputs (the first {record['models'][0]['n'] if record['models'] else 0} "
              "of each model's held-out data, random-init weights); medians of the interleaved rounds. "
-             "'auto plan' is what `infer.precision=auto` chose here and 'checked' its agreement check on the run's "
-             "first batches.", "",
+             "'auto plan' is what `infer.precision=auto` chose here, 'checked' its agreement check on the run's "
+             "first batches, and 'auto +compile' the same plan `torch.compile`d (warm-up paid once, below).", "",
              table(rows, ["model", "task", "params", "batch", "garden fp32 inputs/s", "auto plan", "checked",
                           *loops, "auto ÷ pipeline()"]), ""]
     if autos:
@@ -273,6 +292,9 @@ def report(record: dict) -> str:
     for name, batch, auto, same in pipes:
         lines.append(f"* {name} batch {batch}: garden auto ÷ pipeline() {auto:.2f} (target ≥ 1.6 on AVX2-only CPUs: "
                      f"{verdict(auto >= 1.6)}); at the same precision, garden fp32 ÷ pipeline() {same:.2f}.")
+    for name, batch, gain, warm in compiled:
+        lines.append(f"* {name} batch {batch}: auto's plan +compile runs at {gain:.2f}× the uncompiled plan's speed, "
+                     f"after a {warm:.0f} s warm-up.")
     for m in record["models"]:
         cost = [f"batch {c['batch']}: {c['checked_run_seconds']:.1f} s" for c in m["cells"]
                 if c["plan"].get("agreement")]

@@ -159,6 +159,94 @@ def test_two_layer_lists_of_a_similar_size_are_named_with_the_override_that_pick
     assert [c.path for c in choose_layers(TwoTowers(), "image")] == ["image"]
 
 
+def test_lists_of_a_similar_size_are_taken_by_how_the_forward_calls_them():
+    """A speech model's convolutions then its transformer layers: both, in call order; XLM's
+    parallel ``attentions[i]``/``ffns[i]``: one layer per round; a tower the task never runs: left out."""
+    import torch
+
+    from garden.errors import ConfigError
+    from garden.families.traced import LayerList, choose_layers, rehearse
+
+    class Model(torch.nn.Module):
+        def __init__(self, mode: str) -> None:
+            super().__init__()
+            self.mode = mode
+            self.convs = torch.nn.ModuleList(torch.nn.Linear(8, 8) for _ in range(3))
+            self.layers = torch.nn.ModuleList(torch.nn.Linear(8, 8) for _ in range(3))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            if self.mode == "one after the other":
+                for conv in self.convs:
+                    x = conv(x)
+                for layer in self.layers:
+                    x = layer(x)
+            elif self.mode == "in rounds":
+                for layer, conv in zip(self.layers, self.convs):
+                    x = conv(layer(x))
+            elif self.mode == "one tower":
+                for conv in self.convs:
+                    x = conv(x)
+            else:  # the same list twice, out of turn
+                for n in (0, 1, 0, 2, 1, 2):
+                    x = self.layers[n](x) if n % 2 else self.convs[n](x)
+            return x
+
+    def chosen(mode: str) -> list[str]:
+        model = Model(mode)
+
+        def calls(lists: list[LayerList]) -> list[int]:
+            return [n for n, _ in rehearse(model, model, lists, (torch.randn(2, 8),))[1]]
+
+        return [c.path for c in choose_layers(model, calls=calls)]
+
+    assert chosen("one after the other") == ["convs", "layers"]
+    assert chosen("in rounds") == ["layers"]
+    assert chosen("one tower") == ["convs"]
+    with pytest.raises(ConfigError, match="2 lists of repeated layers of similar size"):
+        chosen("out of turn")
+
+
+def test_a_text_task_refuses_a_speech_model_in_its_mapping_naming_the_audio_its_head_reads():
+    """transformers files Voxtral under AutoModelForSeq2SeqLM; garden's text2text feeds it no audio."""
+    from garden.errors import UnknownTaskError
+    from garden.families.auto import check_task, entry_for
+
+    entry = entry_for("hf:org/voxtral", {"model_type": "voxtral"})
+    assert "text2text" in entry.tasks
+    with pytest.raises(UnknownTaskError, match=r"VoxtralForConditionalGeneration reads audio \(input_features\)"):
+        check_task(entry, "text2text")
+    check_task(entry_for("hf:org/t5", {"model_type": "t5"}), "text2text")
+
+
+def test_coverage_leaves_out_of_its_denominator_a_missing_package_and_a_speech_model_only():
+    from garden.coverage.report import left_out
+
+    def built(ok, detail):
+        return {"checks": {"build": [ok, detail]}}
+
+    assert left_out(built(False, "ImportError: X requires the natten library but it was not found")) == "needs natten"
+    assert left_out(built(False, "UnknownTaskError: ... its VoxtralFor... reads audio (input_features), and ...")) \
+        == "reads audio: input_features"
+    assert left_out(built(False, "ValueError: num_channels (8) must be divisible by num_groups (32)")) is None
+    assert left_out(built(True, "BitForImageClassification, 1,000 parameters")) is None
+
+
+def test_the_gentler_shrink_cuts_depth_vocabulary_and_dropout_and_keeps_every_width():
+    from transformers import BertConfig, BitConfig, ViTConfig
+
+    from garden.coverage.shrink import shrink
+
+    tiny, deep_only = shrink(BertConfig().to_dict()), shrink(BertConfig().to_dict(), widths=False)
+    assert (tiny["num_hidden_layers"], tiny["hidden_size"], tiny["vocab_size"]) == (2, 32, 512)
+    assert (deep_only["num_hidden_layers"], deep_only["vocab_size"], deep_only["hidden_dropout_prob"]) == (2, 512, 0.0)
+    assert not {"hidden_size", "num_attention_heads", "intermediate_size"} & set(deep_only)
+    bit = BitConfig().to_dict()
+    assert shrink(bit)["hidden_sizes"] != bit["hidden_sizes"] and "hidden_sizes" not in shrink(bit, widths=False)
+    assert shrink(bit, widths=False)["depths"] == [1, 1, 1, 1]
+    vit = ViTConfig().to_dict()
+    assert shrink(vit)["image_size"] == 32 and shrink(vit, widths=False)["image_size"] == 64  # room to downsample
+
+
 # -- blocks ------------------------------------------------------------------------------------------
 
 

@@ -23,11 +23,15 @@ def test_an_avx2_cpu_gets_dynamic_int8_and_an_amx_cpu_bf16():
     assert choose("auto", Machine("cuda", bf16=False), params=BASE, batches=10).label == "fp32"
 
 
-def test_only_long_runs_compile():
-    assert choose("auto", AVX2, params=BASE, batches=99, compile_min_batches=100).label == "int8-dynamic"
-    long = choose("auto", AVX2, params=BASE, batches=100, compile_min_batches=100)
-    assert long.label == "int8-dynamic+compile" and "+compile" in long.reason
-    assert choose("auto", AVX2, params=BASE, batches=1000, can_compile=False).label == "int8-dynamic"
+def test_only_long_runs_on_a_gpu_compile_and_a_cpu_never_does_unless_told():
+    gpu = Machine("cuda", bf16=True)
+    assert choose("auto", gpu, params=BASE, batches=99, compile_min_batches=100).label == "bf16"
+    long = choose("auto", gpu, params=BASE, batches=100, compile_min_batches=100)
+    assert long.label == "bf16+compile" and "+compile" in long.reason
+    assert choose("auto", gpu, params=BASE, batches=1000, can_compile=False).label == "bf16"
+    for cpu in (AVX2, AMX):  # compiling made every CPU plan slower in garden's loop (plans' module doc)
+        assert not choose("auto", cpu, params=BASE, batches=10_000, compile_min_batches=100).compile
+    assert choose("int8-dynamic+compile", AVX2, params=BASE, batches=1).compile
 
 
 def test_small_models_and_tasks_that_keep_full_precision_get_fp32():
@@ -113,6 +117,16 @@ def test_a_quantised_plan_that_changes_the_answers_falls_back_to_fp32(trained_vi
     assert not plan["agreement"]["accepted"] and plan["agreement"]["top1"] < 0.99
     assert "fell back from int8-dynamic" in capsys.readouterr().err
     assert [r["predictions"] for r in rows] == [r["predictions"] for r in fp32]  # the checked batches too
+
+
+@pytest.mark.slow
+def test_a_compiled_plan_predicts_what_its_eager_plan_predicts(trained_vit, tmp_path):
+    """``+compile`` (what auto runs for long runs) through the whole infer loop, last short batch too."""
+    eager, eager_rows = infer_run(trained_vit, tmp_path / "eager", "infer.precision=fp32", "data.eval_limit=20")
+    compiled, rows = infer_run(trained_vit, tmp_path / "compiled", "infer.precision=fp32+compile", "data.eval_limit=20")
+    assert (eager["precision"], compiled["precision"]) == ("fp32", "fp32+compile")
+    assert len(rows) == len(eager_rows) == 20  # batches of 8, 8 and 4: a second shape recompiles
+    assert [r["predictions"][0]["label"] for r in rows] == [r["predictions"][0]["label"] for r in eager_rows]
 
 
 def test_auto_on_a_tiny_model_runs_fp32_and_says_why(trained_vit, tmp_path, capsys):

@@ -106,7 +106,8 @@ class LocalBackend(Backend):
         self.inference_model = self._prepared_forms[plan.label]
 
     def forward(self, batch: dict[str, Any]):
-        return self._forward(self.inference_model or self.model, batch, self.precision)
+        model = self.model if self.inference_model is None else self.inference_model  # a compiled one has no truth value
+        return self._forward(model, batch, self.precision)
 
     def reference_forward(self, batch: dict[str, Any]):
         return self._forward(self.model, batch, "fp32")

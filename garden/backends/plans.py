@@ -7,9 +7,12 @@ this machine, and the check that keeps a quantised plan honest.
 * any other CPU (AVX2 only: AMD before Zen 4, Intel before Cooper Lake, most laptops): bf16 is
   emulated there and several times slower than fp32, so ``int8-dynamic`` (``quantize_dynamic``
   on the Linear layers: int8 weights, activations quantised per batch), checked against fp32;
-* ``+compile`` (``torch.compile``, inductor) only for runs of at least
+* ``+compile`` (``torch.compile``, inductor) on a GPU, for runs of at least
   ``infer.compile_min_batches`` batches: its warm-up (tens of seconds for a base model) is paid
-  once per process and only a long run earns it back;
+  once per process and only a long run earns it back. Never on a CPU: in garden's infer loop on
+  a 2-core AVX2 EPYC the compiled plans ran slower than the eager ones, after a warm-up of tens
+  of seconds (bench/inference.py's ``auto +compile`` column); ``infer.precision=...+compile``
+  still names it;
 * ``fp32`` for models under :data:`MIN_PARAMS` parameters, whose casts and quantisation cost
   more than they save, and for tasks that forbid the lower precision.
 
@@ -119,10 +122,9 @@ def choose(requested: str, machine: Machine, *, params: int, batches: int, allow
     """
     if requested != "auto":
         return parse(requested)
-    long_run = can_compile and batches >= compile_min_batches
-    why_compile = (f"; {batches} batches: +compile" if long_run else
-                   f"; {batches} batches < infer.compile_min_batches={compile_min_batches}: no compile"
-                   if can_compile else "")
+    long_run = can_compile and machine.device != "cpu" and batches >= compile_min_batches
+    why_compile = ("" if not can_compile or machine.device == "cpu" else f"; {batches} batches: +compile" if long_run
+                   else f"; {batches} batches < infer.compile_min_batches={compile_min_batches}: no compile")
     if params < MIN_PARAMS:
         return Plan("fp32", False, f"auto: {params / 1e6:.1f}M parameters, under {MIN_PARAMS // 1_000_000}M: "
                                    "lower precision costs more than it saves")
@@ -212,7 +214,10 @@ def quantize_dynamic(model: Any) -> Any:
 
 
 def compiled(model: Any) -> Any:
-    """``torch.compile``'d ``model`` (inductor); it compiles at its first call."""
+    """``torch.compile``'d ``model`` for inference (inductor, its weights frozen as constants so
+    the elementwise work around each matmul fuses: the int8 plan's gain on AVX2 comes from that);
+    it compiles at its first call, for that call's shapes, and once more, with sizes symbolic, at
+    the first other shape (torch's default)."""
     import torch
 
-    return torch.compile(model, dynamic=True)
+    return torch.compile(model, options={"freezing": True})

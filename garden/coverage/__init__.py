@@ -70,7 +70,10 @@ def run_pair(cases: list[tuple[str, str]], results: Path, timeout: float) -> Non
             if len(marked) == 3 and time.time() - float(marked[2]) > timeout:
                 stuck = marked
                 for w in workers:
-                    os.killpg(w.pid, signal.SIGKILL)
+                    try:
+                        os.killpg(w.pid, signal.SIGKILL)
+                    except ProcessLookupError:  # it had ended on its own meanwhile
+                        pass
         errors = [w.stderr.read() if w.stderr else "" for w in workers]
         done = {(r["task"], r["type"]) for r in read(results)}
         marked = stuck or (current.read_text().split() if current.exists() else [])

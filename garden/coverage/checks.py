@@ -3,7 +3,8 @@
 Run by a pair of processes (a 2-stage pipeline needs two), both building the same model from
 the same seed; the local checks run on the first, the pipeline's on both::
 
-    build            AutoFamily builds the task's Auto head from the tiny config
+    build            AutoFamily builds the task's Auto head from the tiny config (from the config
+                     shrunk in depth alone where the tiny one's model cannot compute the loss)
     train            one training step: finite loss, finite gradients reaching parameters
     infer            an eval forward with finite outputs
     reload           save_pretrained, build again from the folder: the same outputs
@@ -65,6 +66,8 @@ class Case:
     inputs: tuple = ()
     target: Any = None
     blocks: Any = None
+    #: how the config was shrunk, where not by every rule
+    shrunk: str = ""
 
 
 def reason(err: BaseException) -> str:
@@ -97,7 +100,32 @@ def run_check(case: Case, name: str, fn: Any) -> bool:
 
 
 def prepare_case(model_type: str, row: str) -> Case:
-    """Config shrunk, family, task object, model built from seed 0, probe inputs and targets."""
+    """The case built from the tiny config; where that model does not build or compute the task's
+    loss (a width its own rules cannot take), from the config shrunk in depth alone."""
+    import torch
+
+    from garden.errors import UnknownTaskError
+    from garden.families import auto
+
+    task_name, _ = head_of(row)
+    auto.check_task(auto.entry_for(f"{auto.PREFIX}coverage/{model_type}", {"model_type": model_type}), task_name)
+    try:
+        case = build_case(model_type, row, widths=True)
+        inputs, target = make_batch(case, 2)
+        with torch.no_grad():
+            case.task.loss(output_of(case, inputs), target)
+        return case
+    except UnknownTaskError:
+        raise
+    except Exception as err:  # noqa: BLE001  (any failure of the tiny widths: try the model's own)
+        tiny = reason(err)
+    case = build_case(model_type, row, widths=False)
+    case.shrunk = f"widths kept (the tiny config failed: {tiny})"
+    return case
+
+
+def build_case(model_type: str, row: str, *, widths: bool) -> Case:
+    """Config shrunk, family, task object, model built from seed 0."""
     import torch
 
     from garden.coverage.shrink import tiny_config
@@ -105,7 +133,7 @@ def prepare_case(model_type: str, row: str) -> Case:
     from garden.hookspecs import BuildSpec
 
     task_name, head = head_of(row)
-    config = tiny_config(model_type)
+    config = tiny_config(model_type, widths=widths)
     entry = auto.entry_for(f"{auto.PREFIX}coverage/{model_type}", {**config.to_dict(), "model_type": model_type})
     case = Case(model_type, task_name, head.modality)
     family = (auto.AutoVisionFamily if head.modality == "vision" else auto.AutoFamily)()
@@ -191,7 +219,7 @@ def gradients(case: Case, inputs: tuple, target: Any) -> dict[str, Any]:
 def check_build(case: Case) -> str:
     n = sum(p.numel() for p in case.model.parameters())
     case.inputs, case.target = make_batch(case, 4)
-    return f"{type(case.model).__name__}, {n:,} parameters"
+    return f"{type(case.model).__name__}, {n:,} parameters" + (f"; {case.shrunk}" if case.shrunk else "")
 
 
 def check_train(case: Case) -> str:

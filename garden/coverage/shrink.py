@@ -13,6 +13,11 @@ each config is shrunk the way a reader would shrink it by hand, with no list of 
   32 pixels (patches to at most a quarter of that, attention windows to 4), convolution channels
   (speech feature encoders) to 32, and every dropout to 0.
 
+Where the tiny model does not build or run (a width one of its own rules cannot take: group
+norms of 32 groups, per-stage channel lists that must match each other), the checks shrink it
+again with ``widths=False``: depth, vocabulary, dropout and images (to 64 pixels) alone, every
+width as the default.
+
 Sub-configs (``text_config``, ``vision_config``) are shrunk by the same rules::
 
     >>> tiny_config("llama").num_hidden_layers, tiny_config("llama").hidden_size   # doctest: +SKIP
@@ -27,7 +32,7 @@ from typing import Any
 DEPTH = re.compile(r"^(num_)?(hidden_|encoder_|decoder_|text_|vision_|audio_)?layers$|^n_layers?$"
                    r"|^num_(hidden_|encoder_|decoder_)?layers$|^(encoder|decoder)_layers$|^depth$|^num_blocks$"
                    r"|^num_decoder_layers$|^n_(encoder|decoder)_layers$")
-WIDTH = re.compile(r"^(hidden_size|d_model|n_embd|embed_dim|dim|embedding_size|d_embed|hidden_dim|model_dim"
+WIDTH = re.compile(r"^(hidden_size|d_model|n_embd|embed_dim|emb_dim|dim|embedding_size|d_embed|hidden_dim|model_dim"
                    r"|word_embed_proj_dim|encoder_hidden_size|decoder_hidden_size|n_embed)$")
 HEADS = re.compile(r"^(num_attention_heads|n_head|n_heads|num_heads|encoder_attention_heads|mamba_n_heads"
                    r"|decoder_attention_heads|attention_heads|num_decoder_attention_heads)$")
@@ -46,18 +51,21 @@ WINDOW = re.compile(r"^window_size$")
 DROPOUT = re.compile(r"dropout|_pdrop$|^layerdrop$|drop_path_rate|^drop_rate$")
 
 WIDE, FFN, HEAD_COUNT, DEEP, VOCAB_SIZE, PIXELS, CONV_CHANNELS, STAGE_MAX = 32, 64, 2, 2, 512, 32, 32, 64
+#: images where every width is kept: large enough for a network's own downsampling
+WIDE_PIXELS = 64
 
 
-def shrink(values: dict[str, Any], accepted: set[str] | None = None) -> dict[str, Any]:
+def shrink(values: dict[str, Any], accepted: set[str] | None = None, *, widths: bool = True) -> dict[str, Any]:
     """The changes the rules of the module doc make to ``values`` (a config's ``to_dict()``), as
     keyword arguments for its class (``accepted``: the names its ``__init__`` takes; a value the
-    class derives, such as Swin's ``hidden_size``, is left for it to derive again)."""
+    class derives, such as Swin's ``hidden_size``, is left for it to derive again); ``widths=False``
+    keeps every width, head count, image size and per-stage width as they are."""
     changes: dict[str, Any] = {}
     depth_was: set[int] = set()
     width = WIDE
     for key, value in values.items():
         if isinstance(value, dict) and ("model_type" in value or key.endswith("_config")):
-            changes[key] = {**value, **shrink(value)}
+            changes[key] = {**value, **shrink(value, widths=widths)}
         elif isinstance(value, bool):
             continue
         elif value is None and VOCAB.search(key):
@@ -65,6 +73,13 @@ def shrink(values: dict[str, Any], accepted: set[str] | None = None) -> dict[str
         elif isinstance(value, int) and DEPTH.search(key) and value > DEEP:
             depth_was.add(value)
             changes[key] = DEEP
+        elif isinstance(value, float) and DROPOUT.search(key):
+            changes[key] = 0.0
+        elif isinstance(value, int) and VOCAB.search(key) and value > VOCAB_SIZE:
+            changes[key] = VOCAB_SIZE
+        elif not widths:
+            if isinstance(value, int) and not isinstance(value, bool) and IMAGE.search(key) and value > WIDE_PIXELS:
+                changes[key] = WIDE_PIXELS
         elif isinstance(value, int) and WIDTH.search(key) and value > WIDE:
             changes[key] = WIDE
         elif isinstance(value, int) and KV_HEADS.search(key) and value > 1:
@@ -73,18 +88,16 @@ def shrink(values: dict[str, Any], accepted: set[str] | None = None) -> dict[str
             changes[key] = HEAD_COUNT
         elif isinstance(value, int) and FEED_FORWARD.search(key) and value > FFN:
             changes[key] = FFN
-        elif isinstance(value, int) and VOCAB.search(key) and value > VOCAB_SIZE:
-            changes[key] = VOCAB_SIZE
         elif isinstance(value, (int, list, tuple)) and IMAGE.search(key):
             changes[key] = [PIXELS, PIXELS] if isinstance(value, (list, tuple)) else PIXELS
         elif isinstance(value, int) and WINDOW.search(key) and value > 4:  # windows the shrunk image has
             changes[key] = 4
-        elif isinstance(value, float) and DROPOUT.search(key):
-            changes[key] = 0.0
         elif key.strip("_") in ("out_features", "out_indices") and value:  # a backbone's outputs name stages
             changes[key] = [DEEP] if "indices" in key else [f"stage{DEEP}"]
     groups = max([v for k, v in values.items() if "groups" in k and isinstance(v, int) and v > 1] or [8])
     for key, value in values.items():  # rules that read the first pass
+        if not widths and (HEAD_SIZE.search(key) or KV_HEADS.search(key)):
+            continue
         if HEAD_SIZE.search(key) and (value is None or isinstance(value, int)) and not isinstance(value, bool):
             heads = next((changes.get(k, values[k]) for k in values if HEADS.search(k)
                           and isinstance(values[k], int)), HEAD_COUNT)
@@ -93,23 +106,26 @@ def shrink(values: dict[str, Any], accepted: set[str] | None = None) -> dict[str
         elif KV_HEADS.search(key) and value is None:
             changes[key] = HEAD_COUNT
         elif isinstance(value, list) and value and key not in changes:
-            cut = _shrink_list(key, value, depth_was, groups)
+            cut = _shrink_list(key, value, depth_was, groups, widths)
             if cut != value:
                 changes[key] = cut
         elif isinstance(value, dict) and value and all(str(k).isdigit() for k in value) and depth_was:
             changes[key] = {k: v for k, v in value.items() if int(k) < DEEP}  # per-layer settings
     _special_tokens_in_vocabulary(values, changes)
-    _patches_fit(values, changes)
+    if widths:
+        _patches_fit(values, changes)
     if accepted is not None:
         changes = {k: v for k, v in changes.items() if k in accepted}
     return changes
 
 
-def _shrink_list(key: str, value: list[Any], depth_was: set[int], groups: int) -> list[Any]:
+def _shrink_list(key: str, value: list[Any], depth_was: set[int], groups: int, widths: bool = True) -> list[Any]:
     """Stage lists shrunk by their kind, then cut to the new depth when one entry per layer (or stage)."""
     if all(isinstance(v, int) and not isinstance(v, bool) for v in value):
         if STAGE_DEPTHS.search(key):
             value = [min(v, 1) for v in value]
+        elif not widths:
+            pass
         elif STAGE_WIDTHS.search(key):
             factor = max(1, -(-max(value) // STAGE_MAX))
             value = [max(groups, -(-(v // factor) // groups) * groups) for v in value]
@@ -142,8 +158,9 @@ def _patches_fit(values: dict[str, Any], changes: dict[str, Any]) -> None:
         changes["patch_size"] = max(1, size // 4)
 
 
-def tiny_config(model_type: str) -> Any:
-    """The architecture's default config, shrunk (see module doc)."""
+def tiny_config(model_type: str, *, widths: bool = True) -> Any:
+    """The architecture's default config, shrunk (see module doc; ``widths=False``: depth,
+    vocabulary and dropout alone)."""
     import inspect
 
     from transformers import AutoConfig
@@ -151,4 +168,4 @@ def tiny_config(model_type: str) -> Any:
     default = AutoConfig.for_model(model_type)
     cls = type(default)
     accepted = set(inspect.signature(cls.__init__).parameters) - {"self", "kwargs"}
-    return cls(**shrink(default.to_dict(), accepted))
+    return cls(**shrink(default.to_dict(), accepted, widths=widths))

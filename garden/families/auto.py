@@ -201,9 +201,35 @@ def builder_for(model_type: str) -> str:
     return "AutoVisionFamily" if heads.get("classify") and heads["classify"].modality == "vision" else "AutoFamily"
 
 
+#: inputs only a speech task feeds: a text task's head whose forward reads one is a speech model
+AUDIO_INPUTS = ("input_features", "input_values")
+
+
+def reads_audio(model_type: str, task: str) -> str | None:
+    """The audio input the head of a text ``task`` reads, or None: transformers files its
+    speech LLMs (Voxtral, Qwen2-Audio, ...) under the Seq2SeqLM mapping, but garden's text2text
+    feeds them text alone."""
+    import inspect
+
+    import transformers
+
+    head = heads_for(model_type).get(task)
+    if head is None or head.modality != "text":
+        return None
+    cls = getattr(transformers, head_class_name(model_type, task), None)
+    arguments = inspect.signature(cls.forward).parameters if cls is not None else {}
+    return next((name for name in AUDIO_INPUTS if name in arguments), None)
+
+
 def check_task(entry: ModelEntry, task: str) -> None:
     """One line naming the architecture's tasks when it cannot do ``task``."""
     if task in entry.tasks:
+        audio = reads_audio(entry.family, SAME_HEAD.get(task, task)) if is_hf(entry.name) else None
+        if audio:
+            raise UnknownTaskError(
+                f"model '{entry.name}' ({entry.family}) cannot do task '{task}': its "
+                f"{head_class_name(entry.family, SAME_HEAD.get(task, task))} reads audio ({audio}), and garden's "
+                f"{task} feeds text; no garden task generates text from speech yet")
         return
     wanted = HEADS.get(SAME_HEAD.get(task, task))
     missing = f"; transformers has no {wanted[0].auto} head for {entry.family}" if wanted else ""

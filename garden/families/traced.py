@@ -4,8 +4,9 @@ A curated family writes its blocks by hand (``run(model, *carry)`` per block). F
 plugin describes, :func:`traced_blocks` finds them:
 
 * the repeated layers: the largest ``nn.ModuleList`` of same-class modules (by parameters; an
-  encoder-decoder has one list under each half, both taken), unless ``model.blocks=<path>``
-  names them (several: comma-separated);
+  encoder-decoder has one list under each half, both taken; lists of a similar size are taken
+  by how the forward calls them: one after the other, all; in rounds, the first of each round;
+  never, none), unless ``model.blocks=<path>`` names them (several: comma-separated);
 * everything run before the first layer is the ``embeddings`` block, everything after the last
   the ``head`` (final norm, pooler, classifier; ``tied_to`` the embeddings when it shares their
   weights), and what runs between two lists (an encoder's final norm, a decoder's embeddings) a
@@ -82,11 +83,12 @@ def layer_lists(model: Any) -> list[LayerList]:
     return sorted(found, key=lambda c: -c.params)
 
 
-def choose_layers(model: Any, override: str | Sequence[str] | None = None, *, encoder_decoder: bool = False
-                  ) -> list[LayerList]:
+def choose_layers(model: Any, override: str | Sequence[str] | None = None, *, encoder_decoder: bool = False,
+                  calls: Callable[[list[LayerList]], list[int]] | None = None) -> list[LayerList]:
     """The layer lists to cut at (``model.blocks`` names them, comma-separated); otherwise the
-    largest, or for an encoder-decoder the largest under each half. When two unrelated lists
-    are close in size, the error names them and the override that picks."""
+    largest, or for an encoder-decoder the largest under each half. When other lists are close
+    in size, ``calls`` (which list each layer call of a rehearsal belongs to) decides by how
+    they run (:func:`by_call_order`); when it cannot, the error names them and the override."""
     candidates = layer_lists(model)
     if override:
         paths = [override] if isinstance(override, str) else list(override)
@@ -105,11 +107,38 @@ def choose_layers(model: Any, override: str | Sequence[str] | None = None, *, en
             return [halves[0], halves[1]]
     first = candidates[0]
     rivals = [c for c in candidates[1:] if c.params >= AMBIGUOUS_SHARE * first.params]
-    if rivals:
-        raise ConfigError(
-            f"{type(model).__name__} has {len(rivals) + 1} lists of repeated layers of similar size: "
-            f"{_listing([first, *rivals])}; pick the one(s) to cut with model.blocks=<path>[,<path>]")
-    return [first]
+    if not rivals:
+        return [first]
+    decided = by_call_order([first, *rivals], calls([first, *rivals])) if calls else None
+    if decided:
+        return decided
+    raise ConfigError(
+        f"{type(model).__name__} has {len(rivals) + 1} lists of repeated layers of similar size: "
+        f"{_listing([first, *rivals])}; pick the one(s) to cut with model.blocks=<path>[,<path>]")
+
+
+def by_call_order(lists: list[LayerList], calls: list[int]) -> list[LayerList] | None:
+    """Lists of a similar size, chosen by how the task's forward calls them (``calls``: the list
+    of each layer call, in order): the ones it never calls are left out; lists that run one after
+    the other (a speech model's convolutions, then its transformer layers) are all taken, in that
+    order; lists called in rounds, one entry of each per round (XLM's ``attentions[i]`` and
+    ``ffns[i]``), are one layer per round, cut where a round begins. None when it is neither.
+
+        >>> [l.path for l in by_call_order([LayerList("a", 2, "A", 9), LayerList("b", 2, "B", 9)], [1, 1, 0, 0])]
+        ['b', 'a']
+        >>> [l.path for l in by_call_order([LayerList("a", 2, "A", 9), LayerList("b", 2, "B", 9)], [0, 1, 0, 1])]
+        ['a']
+    """
+    ran = list(dict.fromkeys(calls))
+    if not ran:
+        return None
+    stretches = [n for i, n in enumerate(calls) if i == 0 or calls[i - 1] != n]
+    if len(stretches) == len(ran):
+        return [lists[n] for n in ran]
+    rounds = lists[ran[0]].length
+    if all(lists[n].length == rounds for n in ran) and calls == ran * rounds:
+        return [lists[ran[0]]]
+    return None
 
 
 def _under(path: str, part: str) -> bool:
@@ -214,6 +243,12 @@ def _pieces(split: Any, module: Any) -> Trace:
     return Trace(pieces, [{id(p) for p in piece.module.parameters()} for piece in pieces])
 
 
+def nothing_before(first: Piece) -> Piece:
+    """The embeddings piece of a model whose first layer is the first thing it runs (PoolFormer's
+    first patch embedding): it hands on what it is given."""
+    return Piece(lambda: None, (), (), first.carry_in, first.carry_in, {})
+
+
 def _names(args: Any) -> list[str]:
     """The graph nodes named anywhere in ``args`` (nested tuples, lists, dicts), in order."""
     if hasattr(args, "op"):
@@ -292,6 +327,32 @@ class Cut:
     int_slots: dict[int, set[int]] = field(default_factory=dict)
 
 
+def rehearse(module: Any, model: Any, lists: Sequence[LayerList], probe: tuple
+             ) -> tuple[dict[str, int], list[tuple[int, str]]]:
+    """Run ``module(*probe)`` once, eagerly: the order ``model``'s modules are first called in,
+    and the calls of the ``lists``' layers in order, ``[(list index, path), ...]`` (a shared
+    layer once per call)."""
+    import torch
+
+    order: dict[str, int] = {}
+    calls: list[tuple[int, str]] = []
+    children = {f"{l.path}.{i}": n for n, l in enumerate(lists) for i in range(l.length)}
+    hooks = []
+    for name, child in model.named_modules():
+        def hook(m: Any, args: Any, name: str = name) -> None:
+            order.setdefault(name, len(order))
+            if name in children:
+                calls.append((children[name], name))
+        hooks.append(child.register_forward_pre_hook(hook))
+    try:
+        with torch.no_grad():
+            module(*probe)
+    finally:
+        for h in hooks:
+            h.remove()
+    return order, calls
+
+
 class Traced:
     """A model's blocks and the traces that run them, one per input signature (see module doc)."""
 
@@ -303,6 +364,8 @@ class Traced:
         if not self.layer_calls:
             raise TraceError(f"{type(model).__name__} never calls its layers {', '.join(l.path for l in lists)} "
                              "for this task; pick the layers it runs with model.blocks=<path>")
+        #: the first module the model runs that is not one holding the first layer
+        self.first_call = next(n for n in order if n and not self.layer_calls[0][1].startswith(f"{n}."))
         self.begins = sorted({f"model.{path}" for _, path in self.layer_calls})
         last = {n: path for n, path in self.layer_calls}
         self.ends = {f"model.{path}": sum(p == path for _, p in self.layer_calls) for path in last.values()}
@@ -312,27 +375,7 @@ class Traced:
         self.register(first, probe)
 
     def rehearse(self, probe: tuple) -> tuple[dict[str, int], list[tuple[int, str]]]:
-        """Run the probe once, eagerly: the order modules are first called in, and the layer
-        calls in order, ``[(list index, path), ...]`` (a shared layer once per call)."""
-        import torch
-
-        order: dict[str, int] = {}
-        calls: list[tuple[int, str]] = []
-        children = {f"{l.path}.{i}": n for n, l in enumerate(self.lists) for i in range(l.length)}
-        hooks = []
-        for name, module in self.model.named_modules():
-            def hook(m: Any, args: Any, name: str = name) -> None:
-                order.setdefault(name, len(order))
-                if name in children:
-                    calls.append((children[name], name))
-            hooks.append(module.register_forward_pre_hook(hook))
-        try:
-            with torch.no_grad():
-                self.module(*probe)
-        finally:
-            for h in hooks:
-                h.remove()
-        return order, calls
+        return rehearse(self.module, self.model, self.lists, probe)
 
     # tracing
 
@@ -353,6 +396,9 @@ class Traced:
             except TraceError:
                 found = trace(self.module, tuple(inputs), self.begins, self.ends), True
         expected = 1 + len(self.layer_calls) + len(self.lists)
+        if len(found[0].pieces) == expected - 1 and self.layer_calls[0][1] == self.first_call:
+            found[0].pieces.insert(0, nothing_before(found[0].pieces[0]))  # the first layer is the model's first call
+            found[0].params.insert(0, set())
         if len(found[0].pieces) != expected:
             raise TraceError(f"the traced forward of {type(self.model).__name__} cuts into {len(found[0].pieces)} "
                              f"pieces, not the {expected} its layers ({', '.join(l.path for l in self.lists)}) give; "
@@ -487,6 +533,12 @@ def traced_blocks(model: Any, task: Any, probe: tuple, blocks: str | Sequence[st
     known = vars(model).get(ATTRIBUTE)
     if known is None or known.task.name != task.name:
         encoder_decoder = bool(getattr(getattr(model, "config", None), "is_encoder_decoder", False))
-        known = Traced(model, task, choose_layers(model, blocks, encoder_decoder=encoder_decoder), probe)
+        module = task_module(model, task)
+
+        def calls(lists: list[LayerList]) -> list[int]:
+            return [n for n, _ in rehearse(module, model, lists, probe)[1]]
+
+        lists = choose_layers(model, blocks, encoder_decoder=encoder_decoder, calls=calls)
+        known = Traced(model, task, lists, probe)
         vars(model)[ATTRIBUTE] = known
     return known.blocks
