@@ -169,20 +169,27 @@ def header(title: str, argv: list[str] | None = None, threads: int | None = None
     sys.stdout.flush()
 
 
-def interleave(fns: dict[str, Callable[[], object]], repeats: int, start: int = 0) -> dict[str, list[float]]:
+def interleave(fns: dict[str, Callable[[], object]], repeats: int, start: int = 0,
+               settle: float = 0.2) -> dict[str, list[float]]:
     """Call each function once per round, rounds ``repeats`` times, returning the wall times.
 
-    The order within a round rotates (round ``start`` first), so no side always runs right after
-    a given other one.
+    Each round takes its own order (a shuffle seeded by the round's number, ``start`` first), so
+    no side always runs right after a given other one: a runtime whose threads keep spinning after
+    a call (ONNX Runtime's, OpenVINO's) would otherwise always slow the same neighbour. Each call
+    starts ``settle`` seconds after the one before it, untimed.
     """
+    import random
+
     names = list(fns)
     times: dict[str, list[float]] = {n: [] for n in names}
     for r in range(start, start + repeats):
-        order = names[r % len(names):] + names[: r % len(names)]
+        order = list(names)
+        random.Random(r).shuffle(order)
         for name in order:
-            start = time.perf_counter()
+            time.sleep(settle)
+            began = time.perf_counter()
             fns[name]()
-            times[name].append(time.perf_counter() - start)
+            times[name].append(time.perf_counter() - began)
     return times
 
 

@@ -10,9 +10,9 @@ this machine, and the check that keeps a quantised plan honest.
 * ``+compile`` (``torch.compile``, inductor) on a GPU, for runs of at least
   ``infer.compile_min_batches`` batches: its warm-up (tens of seconds for a base model) is paid
   once per process and only a long run earns it back. Never on a CPU: in garden's infer loop on
-  a 2-core AVX2 EPYC the compiled plans ran slower than the eager ones, after a warm-up of tens
-  of seconds (bench/inference.py's ``auto +compile`` column); ``infer.precision=...+compile``
-  still names it;
+  a 2-core AVX2 EPYC the compiled plans were not reliably faster than the eager ones, slower in
+  several cases, after a warm-up of seconds to minutes (bench/inference.py's ``auto +compile``
+  column); ``infer.precision=...+compile`` still names it;
 * ``fp32`` for models under :data:`MIN_PARAMS` parameters, whose casts and quantisation cost
   more than they save, and for tasks that forbid the lower precision.
 
