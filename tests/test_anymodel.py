@@ -206,6 +206,62 @@ def test_lists_of_a_similar_size_are_taken_by_how_the_forward_calls_them():
         chosen("out of turn")
 
 
+def test_a_list_of_lists_offers_its_inner_lists_which_run_one_after_the_other():
+    """Funnel keeps ``blocks[i][j]``: nothing calls ``blocks[i]``, its layers are what runs."""
+    import torch
+
+    from garden.families.traced import choose_layers, layer_lists, rehearse
+
+    class Blocks(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.blocks = torch.nn.ModuleList(torch.nn.ModuleList(torch.nn.Linear(8, 8) for _ in range(2))
+                                              for _ in range(2))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            for block in self.blocks:
+                for layer in block:
+                    x = layer(x)
+            return x
+
+    model = Blocks()
+    assert sorted(c.path for c in layer_lists(model)) == ["blocks.0", "blocks.1"]
+    chosen = choose_layers(model, calls=lambda lists: [n for n, _ in rehearse(model, model, lists,
+                                                                                 (torch.randn(2, 8),))[1]])
+    assert [c.path for c in chosen] == ["blocks.0", "blocks.1"]
+
+
+def test_layers_called_through_their_forward_method_are_found_and_cut():
+    """SqueezeBERT's encoder calls ``layer.forward(x)``, which module hooks never see."""
+    import torch
+
+    from garden.families.traced import LayerList, rehearse, run_piece, trace
+
+    class Direct(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.embed = torch.nn.Linear(4, 8)
+            self.layers = torch.nn.ModuleList(torch.nn.Linear(8, 8) for _ in range(3))
+            self.head = torch.nn.Linear(8, 2)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            x = self.embed(x)
+            for layer in self.layers:
+                x = torch.tanh(layer.forward(x))
+            return self.head(x)
+
+    model, x = Direct(), torch.randn(2, 4)
+    _, calls = rehearse(model, model, [LayerList("layers", 3, "Linear", 216)], (x,))
+    assert [path for _, path in calls] == ["layers.0", "layers.1", "layers.2"]
+    found = trace(model, (x,), ["layers.0", "layers.1", "layers.2"], {"layers.2": 1})
+    assert len(found.pieces) == 5  # the embedding, three layers, the head
+    values = (x,)
+    for piece in found.pieces:
+        values = run_piece(piece, values)
+    torch.testing.assert_close(values[0], model(x), rtol=0, atol=0)  # the same kernels, cut
+    assert "forward" not in vars(model.layers[0])  # the layers are given back as they were
+
+
 def test_a_text_task_refuses_a_speech_model_in_its_mapping_naming_the_audio_its_head_reads():
     """transformers files Voxtral under AutoModelForSeq2SeqLM; garden's text2text feeds it no audio."""
     from garden.errors import UnknownTaskError

@@ -30,10 +30,11 @@ parameter's gradients over the stages that hold it.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import weakref
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from garden.errors import ConfigError
 from garden.hookspecs import Block
@@ -67,7 +68,8 @@ class LayerList:
 
 def layer_lists(model: Any) -> list[LayerList]:
     """Every ``nn.ModuleList`` of same-class modules with parameters, not inside another such
-    list, largest (by parameters) first."""
+    list, largest (by parameters) first. A list of lists (Funnel's blocks of layers) is no
+    candidate itself, since nothing calls its entries: the lists in it are."""
     import torch
 
     found: list[LayerList] = []
@@ -75,7 +77,8 @@ def layer_lists(model: Any) -> list[LayerList]:
         if not isinstance(module, torch.nn.ModuleList) or len(module) == 0:
             continue
         kinds = {type(child) for child in module}
-        if len(kinds) != 1 or any(path.startswith(f"{outer.path}.") for outer in found):
+        if len(kinds) != 1 or any(path.startswith(f"{outer.path}.") for outer in found) \
+                or issubclass(next(iter(kinds)), (torch.nn.ModuleList, torch.nn.ModuleDict)):
             continue
         params = sum(p.numel() for p in module.parameters())
         if params:
@@ -121,8 +124,9 @@ def by_call_order(lists: list[LayerList], calls: list[int]) -> list[LayerList] |
     """Lists of a similar size, chosen by how the task's forward calls them (``calls``: the list
     of each layer call, in order): the ones it never calls are left out; lists that run one after
     the other (a speech model's convolutions, then its transformer layers) are all taken, in that
-    order; lists called in rounds, one entry of each per round (XLM's ``attentions[i]`` and
-    ``ffns[i]``), are one layer per round, cut where a round begins. None when it is neither.
+    order; lists called in rounds, each round begun by the next entry of the first list called
+    (XLM's ``attentions[i]`` then ``ffns[i]``; PoolFormer's patch embedding then its stage's
+    blocks), are one layer per round, cut where a round begins. None when it is neither.
 
         >>> [l.path for l in by_call_order([LayerList("a", 2, "A", 9), LayerList("b", 2, "B", 9)], [1, 1, 0, 0])]
         ['b', 'a']
@@ -135,9 +139,9 @@ def by_call_order(lists: list[LayerList], calls: list[int]) -> list[LayerList] |
     stretches = [n for i, n in enumerate(calls) if i == 0 or calls[i - 1] != n]
     if len(stretches) == len(ran):
         return [lists[n] for n in ran]
-    rounds = lists[ran[0]].length
-    if all(lists[n].length == rounds for n in ran) and calls == ran * rounds:
-        return [lists[ran[0]]]
+    lead = ran[0]
+    if calls.count(lead) == lists[lead].length:  # each round begins with the lead list's next entry
+        return [lists[lead]]
     return None
 
 
@@ -179,35 +183,59 @@ def trace(module: Any, inputs: tuple, begins: Sequence[str], ends: dict[str, int
     ``begins`` and after the ``n``-th call of each ``ends`` module (``{path: n}``); the pieces are
     rebound to ``module``'s own parameters and buffers.
 
-    The cuts are pipelining's ``pipe_split()`` markers, put in by hooks: ``SplitPoint.BEGINNING``
-    and ``END`` do the same, but one module cannot be both (the last layer of a list is), and a
-    layer that runs several times (ALBERT's one shared layer) is cut at every run."""
+    The cuts are pipelining's ``pipe_split()`` markers, put in around the layers' forwards
+    (:func:`around_forwards`): ``SplitPoint.BEGINNING`` and ``END`` do the same, but one module
+    cannot be both (the last layer of a list is), and a layer that runs several times (ALBERT's
+    one shared layer) is cut at every run."""
     import torch
     from torch.distributed.pipelining import pipe_split, pipeline
 
     calls = dict.fromkeys(ends, 0)
 
-    def after(path: str) -> Callable[..., None]:
-        def hook(m: Any, args: Any, out: Any) -> None:
+    def before(path: str) -> None:
+        if path in begins:
+            pipe_split()
+
+    def after(path: str) -> None:
+        if path in ends:
             calls[path] += 1
             if calls[path] == ends[path]:
                 pipe_split()
-        return hook
 
-    hooks = [module.get_submodule(path).register_forward_pre_hook(lambda m, args: pipe_split()) for path in begins]
-    hooks += [module.get_submodule(path).register_forward_hook(after(path)) for path in ends]
     try:
-        with torch.enable_grad():
+        with torch.enable_grad(), around_forwards(module, {*begins, *ends}, before, after):
             pipe = pipeline(module, mb_args=tuple(inputs))
     except Exception as err:  # export raises many types; the first line of the cause says why
         cause = err.__cause__ or err
         reason = " ".join(str(cause).split())[:300] or type(cause).__name__
         raise TraceError(f"torch.export cannot capture {type(module.model).__name__}'s forward as one graph "
                          f"({type(cause).__name__}: {reason})") from None
-    finally:
-        for hook in hooks:
-            hook.remove()
     return _pieces(pipe.split_gm, module)
+
+
+@contextlib.contextmanager
+def around_forwards(root: Any, paths: Iterable[str], before: Callable[[str], None],
+                    after: Callable[[str], None]) -> Iterator[None]:
+    """Each module of ``root`` at ``paths`` calls ``before(path)`` and ``after(path)`` around its
+    forward, however it is called: ``layer(x)``, or ``layer.forward(x)`` as SqueezeBERT's encoder
+    calls its layers, past the module hooks."""
+    patched = []
+    for path in paths:
+        layer = root.get_submodule(path)
+
+        def forward(*args: Any, _inner: Callable[..., Any] = layer.forward, _path: str = path, **kwargs: Any) -> Any:
+            before(_path)
+            out = _inner(*args, **kwargs)
+            after(_path)
+            return out
+
+        vars(layer)["forward"] = forward
+        patched.append(layer)
+    try:
+        yield
+    finally:
+        for layer in patched:
+            vars(layer).pop("forward", None)
 
 
 def _pieces(split: Any, module: Any) -> Trace:
@@ -341,11 +369,14 @@ def rehearse(module: Any, model: Any, lists: Sequence[LayerList], probe: tuple
     for name, child in model.named_modules():
         def hook(m: Any, args: Any, name: str = name) -> None:
             order.setdefault(name, len(order))
-            if name in children:
-                calls.append((children[name], name))
         hooks.append(child.register_forward_pre_hook(hook))
+
+    def called(name: str) -> None:
+        order.setdefault(name, len(order))
+        calls.append((children[name], name))
+
     try:
-        with torch.no_grad():
+        with torch.no_grad(), around_forwards(model, children, called, lambda name: None):
             module(*probe)
     finally:
         for h in hooks:
