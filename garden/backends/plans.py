@@ -122,9 +122,11 @@ def choose(requested: str, machine: Machine, *, params: int, batches: int, allow
     """
     if requested != "auto":
         return parse(requested)
-    long_run = can_compile and machine.device != "cpu" and batches >= compile_min_batches
-    why_compile = ("" if not can_compile or machine.device == "cpu" else f"; {batches} batches: +compile" if long_run
-                   else f"; {batches} batches < infer.compile_min_batches={compile_min_batches}: no compile")
+    compiles_here = can_compile and machine.device != "cpu"
+    long_run = compiles_here and batches >= compile_min_batches
+    why_compile = "" if not compiles_here else (
+        f"; {batches} batches: +compile" if long_run
+        else f"; {batches} batches < infer.compile_min_batches={compile_min_batches}: no compile")
     if params < MIN_PARAMS:
         return Plan("fp32", False, f"auto: {params / 1e6:.1f}M parameters, under {MIN_PARAMS // 1_000_000}M: "
                                    "lower precision costs more than it saves")
@@ -214,10 +216,9 @@ def quantize_dynamic(model: Any) -> Any:
 
 
 def compiled(model: Any) -> Any:
-    """``torch.compile``'d ``model`` for inference (inductor, its weights frozen as constants so
-    the elementwise work around each matmul fuses: the int8 plan's gain on AVX2 comes from that);
-    it compiles at its first call, for that call's shapes, and once more, with sizes symbolic, at
-    the first other shape (torch's default)."""
+    """``torch.compile``'d ``model`` for inference (inductor, its weights frozen as constants, as
+    inductor advises for CPU inference); it compiles at its first call, for that call's shapes,
+    and once more, with sizes symbolic, at the first other shape (torch's default)."""
     import torch
 
     return torch.compile(model, options={"freezing": True})

@@ -3,8 +3,8 @@
 Run by a pair of processes (a 2-stage pipeline needs two), both building the same model from
 the same seed; the local checks run on the first, the pipeline's on both::
 
-    build            AutoFamily builds the task's Auto head from the tiny config (from the config
-                     shrunk in depth alone where the tiny one's model cannot compute the loss)
+    build            AutoFamily builds the task's Auto head from the tiny config (from one with
+                     every width kept where the tiny one's model cannot compute the loss)
     train            one training step: finite loss, finite gradients reaching parameters
     infer            an eval forward with finite outputs
     reload           save_pretrained, build again from the folder: the same outputs
@@ -101,7 +101,7 @@ def run_check(case: Case, name: str, fn: Any) -> bool:
 
 def prepare_case(model_type: str, row: str) -> Case:
     """The case built from the tiny config; where that model does not build or compute the task's
-    loss (a width its own rules cannot take), from the config shrunk in depth alone."""
+    loss (a width its own rules cannot take), from the config shrunk with every width kept."""
     import torch
 
     from garden.errors import UnknownTaskError

@@ -3,8 +3,8 @@
 Per task: the architectures of transformers' Auto mapping; those listed apart and left out of
 the denominator: the ones that need a package this machine cannot install (their build raises
 transformers' "requires the X library") and the speech models transformers files under a text
-task's mapping (their head reads audio, which the text task does not feed); how many train and infer (build, train and infer checks pass);
-how many pass the 2-stage pipeline equivalence. An architecture not checked yet counts as not
+task's mapping (their head reads audio, which the text task does not feed); how many train and
+infer (build, train and infer checks pass); how many pass the 2-stage pipeline equivalence. An architecture not checked yet counts as not
 passing.
 """
 
@@ -86,7 +86,7 @@ def summarise(records: list[dict], mapping: dict[str, list[str]]) -> dict[str, d
     for task in TASKS:
         mine = {r["type"]: r for r in records if r["task"] == task}
         total = mapping[task]
-        apart = {t: left_out(mine[t]) for t in total if t in mine and left_out(mine[t])}
+        apart = {t: why for t in total if t in mine and (why := left_out(mine[t]))}
         counted = len(total) - len(apart)
         train = sum(passed(mine[t], "build", "train", "infer") for t in total if t in mine and t not in apart)
         piped = sum(passed(mine[t], "pipeline") for t in total if t in mine and t not in apart)

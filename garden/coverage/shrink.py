@@ -124,14 +124,12 @@ def _shrink_list(key: str, value: list[Any], depth_was: set[int], groups: int, w
     if all(isinstance(v, int) and not isinstance(v, bool) for v in value):
         if STAGE_DEPTHS.search(key):
             value = [min(v, 1) for v in value]
-        elif not widths:
-            pass
-        elif STAGE_WIDTHS.search(key):
+        elif widths and STAGE_WIDTHS.search(key):
             factor = max(1, -(-max(value) // STAGE_MAX))
             value = [max(groups, -(-(v // factor) // groups) * groups) for v in value]
-        elif STAGE_HEADS.search(key):
+        elif widths and STAGE_HEADS.search(key):
             value = [min(v, HEAD_COUNT) for v in value]
-        elif CONV.search(key):
+        elif widths and CONV.search(key):
             value = [min(v, CONV_CHANNELS) for v in value]
     return value[:DEEP] if len(value) in depth_was else value
 
@@ -160,7 +158,7 @@ def _patches_fit(values: dict[str, Any], changes: dict[str, Any]) -> None:
 
 def tiny_config(model_type: str, *, widths: bool = True) -> Any:
     """The architecture's default config, shrunk (see module doc; ``widths=False``: depth,
-    vocabulary and dropout alone)."""
+    vocabulary, dropout and images alone)."""
     import inspect
 
     from transformers import AutoConfig

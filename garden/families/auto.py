@@ -205,10 +205,11 @@ def builder_for(model_type: str) -> str:
 AUDIO_INPUTS = ("input_features", "input_values")
 
 
+@functools.lru_cache(maxsize=None)
 def reads_audio(model_type: str, task: str) -> str | None:
     """The audio input the head of a text ``task`` reads, or None: transformers files its
     speech LLMs (Voxtral, Qwen2-Audio, ...) under the Seq2SeqLM mapping, but garden's text2text
-    feeds them text alone."""
+    feeds them text alone. Cached: every build of an ``hf:`` model asks."""
     import inspect
 
     import transformers
@@ -224,11 +225,12 @@ def reads_audio(model_type: str, task: str) -> str | None:
 def check_task(entry: ModelEntry, task: str) -> None:
     """One line naming the architecture's tasks when it cannot do ``task``."""
     if task in entry.tasks:
-        audio = reads_audio(entry.family, SAME_HEAD.get(task, task)) if is_hf(entry.name) else None
+        head = SAME_HEAD.get(task, task)
+        audio = reads_audio(entry.family, head) if is_hf(entry.name) else None
         if audio:
             raise UnknownTaskError(
                 f"model '{entry.name}' ({entry.family}) cannot do task '{task}': its "
-                f"{head_class_name(entry.family, SAME_HEAD.get(task, task))} reads audio ({audio}), and garden's "
+                f"{head_class_name(entry.family, head)} reads audio ({audio}), and garden's "
                 f"{task} feeds text; no garden task generates text from speech yet")
         return
     wanted = HEADS.get(SAME_HEAD.get(task, task))

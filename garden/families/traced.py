@@ -391,7 +391,7 @@ class Traced:
         self.model, self.task, self.lists = model, task, lists
         self.module = task_module(model, task)
         self.cuts: dict[tuple, Cut] = {}
-        order, self.layer_calls = self.rehearse(probe)
+        order, self.layer_calls = rehearse(self.module, model, lists, probe)
         if not self.layer_calls:
             raise TraceError(f"{type(model).__name__} never calls its layers {', '.join(l.path for l in lists)} "
                              "for this task; pick the layers it runs with model.blocks=<path>")
@@ -404,9 +404,6 @@ class Traced:
         self.blocks = self.describe(first[0], order)
         self.boundaries: list[dict[tuple, Cut]] = [{} for _ in self.groups]
         self.register(first, probe)
-
-    def rehearse(self, probe: tuple) -> tuple[dict[str, int], list[tuple[int, str]]]:
-        return rehearse(self.module, self.model, self.lists, probe)
 
     # tracing
 
