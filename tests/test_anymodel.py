@@ -262,8 +262,9 @@ def test_layers_called_through_their_forward_method_are_found_and_cut():
     assert "forward" not in vars(model.layers[0])  # the layers are given back as they were
 
 
-def test_a_text_task_refuses_a_speech_model_in_its_mapping_naming_the_audio_its_head_reads():
-    """transformers files Voxtral under AutoModelForSeq2SeqLM; garden's text2text feeds it no audio."""
+def test_a_task_refuses_a_model_in_its_mapping_whose_head_reads_an_input_the_task_does_not_feed():
+    """transformers files Voxtral under AutoModelForSeq2SeqLM (garden's text2text feeds it no
+    audio) and ShieldGemma 2 under image classification (it reads a prompt beside the image)."""
     from garden.errors import UnknownTaskError
     from garden.families.auto import check_task, entry_for
 
@@ -271,10 +272,15 @@ def test_a_text_task_refuses_a_speech_model_in_its_mapping_naming_the_audio_its_
     assert "text2text" in entry.tasks
     with pytest.raises(UnknownTaskError, match=r"VoxtralForConditionalGeneration reads audio \(input_features\)"):
         check_task(entry, "text2text")
+    with pytest.raises(UnknownTaskError, match=r"ForImageClassification reads text \(input_ids\), and garden's "
+                                               r"classify feeds images alone"):
+        check_task(entry_for("hf:org/shieldgemma2", {"model_type": "shieldgemma2"}), "classify")
     check_task(entry_for("hf:org/t5", {"model_type": "t5"}), "text2text")
+    check_task(entry_for("hf:org/vit", {"model_type": "vit"}), "classify")
+    check_task(entry_for("hf:org/imagegpt", {"model_type": "imagegpt"}), "classify")  # its input_ids are the image
 
 
-def test_coverage_leaves_out_of_its_denominator_a_missing_package_and_a_speech_model_only():
+def test_coverage_leaves_out_of_its_denominator_a_missing_package_and_a_foreign_input_only():
     from garden.coverage.report import left_out
 
     def built(ok, detail):
@@ -283,6 +289,8 @@ def test_coverage_leaves_out_of_its_denominator_a_missing_package_and_a_speech_m
     assert left_out(built(False, "ImportError: X requires the natten library but it was not found")) == "needs natten"
     assert left_out(built(False, "UnknownTaskError: ... its VoxtralFor... reads audio (input_features), and ...")) \
         == "reads audio: input_features"
+    assert left_out(built(False, "UnknownTaskError: ... its ShieldGemma2For... reads text (input_ids), and ...")) \
+        == "reads text: input_ids"
     assert left_out(built(False, "ValueError: num_channels (8) must be divisible by num_groups (32)")) is None
     assert left_out(built(True, "BitForImageClassification, 1,000 parameters")) is None
 
@@ -301,6 +309,38 @@ def test_the_gentler_shrink_cuts_depth_vocabulary_and_dropout_and_keeps_every_wi
     assert shrink(bit, widths=False)["depths"] == [1, 1, 1, 1]
     vit = ViTConfig().to_dict()
     assert shrink(vit)["image_size"] == 32 and shrink(vit, widths=False)["image_size"] == 64  # room to downsample
+
+
+def test_the_shrink_keeps_each_kind_of_layer_and_every_special_id_and_rotary_within_a_head():
+    from transformers import Gemma2Config, GlmConfig, GPTJConfig, GPTNeoConfig
+
+    from garden.coverage.shrink import shrink
+
+    gemma = Gemma2Config(num_hidden_layers=6, layer_types=["sliding_attention"] * 5 + ["full_attention"]).to_dict()
+    assert shrink(gemma)["layer_types"] == ["sliding_attention", "full_attention"]  # not two sliding ones
+    neo = shrink(GPTNeoConfig().to_dict())
+    assert neo["attention_types"] == [[["global", "local"], 1]]
+    GPTNeoConfig(**{k: v for k, v in neo.items() if k != "attention_layers"})  # validates: 2 layers, 2 kinds
+    gptj = shrink(GPTJConfig().to_dict())
+    assert gptj["rotary_dim"] <= gptj["n_embd"] // gptj["n_head"]
+    glm = shrink(GlmConfig().to_dict())  # a list of end ids, one of them the padding id
+    assert max(glm["eos_token_id"]) < glm["vocab_size"] and glm["pad_token_id"] in glm["eos_token_id"]
+
+
+def test_tasks_that_never_decode_build_without_a_cache_and_xmod_reads_english_unless_told():
+    from garden.families.auto import AutoFamily, entry_for
+    from garden.hookspecs import BuildSpec
+
+    def config(model_type: str, task: str, options: dict | None = None):
+        entry = entry_for(f"hf:x/{model_type}", {"model_type": model_type})
+        spec = BuildSpec(entry=entry, variant=entry.variants[0], task=task, options=options or {})
+        return AutoFamily().config(spec)
+
+    assert config("llama", "classify").use_cache is False and config("llama", "causal-lm").use_cache is True
+    composite = config("qwen3_5", "classify")  # the classifier pools the last token before padding
+    assert composite.get_text_config().use_cache is False and composite.get_text_config().pad_token_id is not None
+    assert config("xmod", "mlm").default_language == "en_XX"
+    assert config("xmod", "mlm", {"config": {"default_language": "de_DE"}}).default_language == "de_DE"
 
 
 # -- blocks ------------------------------------------------------------------------------------------

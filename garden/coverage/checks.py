@@ -148,7 +148,7 @@ def build_case(model_type: str, row: str, *, widths: bool) -> Case:
         extractor = auto.default_feature_extractor(config)
         family.processor = extractor
         family.audio_input = extractor.model_input_names[0]
-        family.audio_inputs = tuple(n for n in (family.audio_input, "attention_mask") if n in forward)
+        family.audio_inputs = auto.audio_inputs(extractor, forward)
     case.family, case.spec = family, spec
     case.task = resolve_name(family.tasks[task_name])(family)
     if task_name == "asr":

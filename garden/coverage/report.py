@@ -2,10 +2,11 @@
 
 Per task: the architectures of transformers' Auto mapping; those listed apart and left out of
 the denominator: the ones that need a package this machine cannot install (their build raises
-transformers' "requires the X library") and the speech models transformers files under a text
-task's mapping (their head reads audio, which the text task does not feed); how many train and
-infer (build, train and infer checks pass); how many pass the 2-stage pipeline equivalence. An architecture not checked yet counts as not
-passing.
+transformers' "requires the X library"), the speech models transformers files under a text
+task's mapping (their head reads audio, which the text task does not feed) and the image judges
+it files under image classification (their head reads a text prompt beside the image); how many
+train and infer (build, train and infer checks pass); how many pass the 2-stage pipeline
+equivalence. An architecture not checked yet counts as not passing.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ DOC = Path("docs/coverage.md")
 MARKS = {True: "✓", False: "✗", None: "–"}
 TARGETS = {"train_infer": 0.9, "pipeline": 0.8}
 MISSING_PACKAGE = re.compile(r"requires the (\S+) library")
-READS_AUDIO = re.compile(r"reads audio \((\w+)\)")
+READS_OTHER = re.compile(r"reads (audio|text) \((\w+)\)")
 
 
 def latest(records: Iterable[dict]) -> list[dict]:
@@ -45,12 +46,13 @@ def passed(record: dict, *checks: str) -> bool:
 
 def left_out(record: dict) -> str | None:
     """Why an architecture is listed apart (from its build's error), or None when it counts: the
-    package it needs that is not installed, or the audio its head reads in a text task."""
+    package it needs that is not installed, the audio its head reads in a text task, or the text
+    prompt an image classifier's head reads."""
     status, detail = (record["checks"].get("build") or [None, ""])[:2]
     if status is not False:
         return None
-    package, audio = MISSING_PACKAGE.search(detail or ""), READS_AUDIO.search(detail or "")
-    return f"needs {package.group(1)}" if package else f"reads audio: {audio.group(1)}" if audio else None
+    package, other = MISSING_PACKAGE.search(detail or ""), READS_OTHER.search(detail or "")
+    return f"needs {package.group(1)}" if package else f"reads {other.group(1)}: {other.group(2)}" if other else None
 
 
 def first_failure(record: dict) -> str:

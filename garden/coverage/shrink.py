@@ -4,12 +4,15 @@ The coverage run builds every architecture of the Auto mappings; real sizes woul
 each config is shrunk the way a reader would shrink it by hand, with no list of models:
 
 * depth (``num_hidden_layers``, ``n_layer``, ``encoder_layers``, ...) to 2, and every per-layer
-  list as long as the old depth (``layer_types``) cut to match;
+  list as long as the old depth (``layer_types``, or run-length ``[[pattern, repeats]]``) cut to
+  match, keeping each kind of layer it named (a sliding-window model keeps its full-attention
+  layer);
 * widths (``hidden_size``, ``d_model``, ``n_embd``, ...) to 32, per-stage width lists
   (``hidden_sizes``, ``embed_dims``) scaled down to at most 64, per-stage depths to 1;
 * heads to 2 (key-value heads to at most 2, dividing the heads), head sizes to width / heads, so
-  every width stays divisible by its heads;
-* feed-forward sizes to 64, vocabularies to 512 (special token ids above moved below), images to
+  every width stays divisible by its heads, and rotary dimensions to at most a head's size;
+* feed-forward sizes to 64, vocabularies to 512 (special token ids above moved below, in lists
+  too, keeping an id a single token id shares), images to
   32 pixels (patches to at most a quarter of that, attention windows to 4), convolution channels
   (speech feature encoders) to 32, and every dropout to 0.
 
@@ -44,6 +47,7 @@ STAGE_DEPTHS = re.compile(r"depths?$|^num_layers_per_stage|^stage_num_layers|^la
 STAGE_WIDTHS = re.compile(r"^(hidden_sizes|embed_dims|dims|widths|channels|stage_dims|out_channels"
                           r"|stage_out_channels|neck_hidden_sizes|embed_dim_per_stage|hidden_size_per_stage)$")
 STAGE_HEADS = re.compile(r"heads$")
+ROTARY = re.compile(r"^(rotary_dim|rotary_emb_dim)$")
 CONV = re.compile(r"^(conv_dim|tdnn_dim)$")
 VOCAB = re.compile(r"^(vocab_size|n_vocab|decoder_vocab_size)$")
 IMAGE = re.compile(r"^(image_size|img_size|input_size)$")
@@ -98,11 +102,13 @@ def shrink(values: dict[str, Any], accepted: set[str] | None = None, *, widths: 
     for key, value in values.items():  # rules that read the first pass
         if not widths and (HEAD_SIZE.search(key) or KV_HEADS.search(key)):
             continue
+        heads = next((changes.get(k, values[k]) for k in values if HEADS.search(k) and isinstance(values[k], int)),
+                     HEAD_COUNT)
         if HEAD_SIZE.search(key) and (value is None or isinstance(value, int)) and not isinstance(value, bool):
-            heads = next((changes.get(k, values[k]) for k in values if HEADS.search(k)
-                          and isinstance(values[k], int)), HEAD_COUNT)
             expand = values.get("expand") if isinstance(values.get("expand"), int) else 1  # Mamba-2's heads
             changes[key] = max(8, changes.get("hidden_size", width) * expand // max(1, heads))
+        elif widths and ROTARY.search(key) and isinstance(value, int) and not isinstance(value, bool):
+            changes[key] = min(value, max(8, changes.get("hidden_size", width) // max(1, heads)))  # within a head
         elif KV_HEADS.search(key) and value is None:
             changes[key] = HEAD_COUNT
         elif isinstance(value, list) and value and key not in changes:
@@ -131,7 +137,22 @@ def _shrink_list(key: str, value: list[Any], depth_was: set[int], groups: int, w
             value = [min(v, HEAD_COUNT) for v in value]
         elif widths and CONV.search(key):
             value = [min(v, CONV_CHANNELS) for v in value]
-    return value[:DEEP] if len(value) in depth_was else value
+    if _run_length(value) in depth_was:  # [[pattern, repeats], ...] expanding to one entry per layer
+        pattern = value[0][0]
+        return [[pattern, max(1, DEEP // len(pattern))]]
+    if len(value) not in depth_was:
+        return value
+    cut = value[:DEEP]
+    lost = [v for i, v in enumerate(value) if isinstance(v, str) and v not in cut and v not in value[:i]]  # a kind cut away
+    return cut[:DEEP - len(lost)] + lost if lost and len(lost) < DEEP else cut
+
+
+def _run_length(value: list[Any]) -> int:
+    """How many entries ``[[pattern, repeats], ...]`` stands for (GPT-Neo's ``attention_types``), else 0."""
+    if all(isinstance(v, (list, tuple)) and len(v) == 2 and isinstance(v[0], (list, tuple)) and isinstance(v[1], int)
+           for v in value):
+        return sum(len(v[0]) * v[1] for v in value)
+    return 0
 
 
 def _special_tokens_in_vocabulary(values: dict[str, Any], changes: dict[str, Any]) -> None:
@@ -144,6 +165,12 @@ def _special_tokens_in_vocabulary(values: dict[str, Any], changes: dict[str, Any
         value = values[key]
         if isinstance(value, int) and not isinstance(value, bool) and value >= vocab:
             changes[key] = vocab - 1 - names.index(key)
+    moved = {values[k]: changes[k] for k in names if k in changes}
+    for key in names:  # a list of ids (GLM's eos ids): each moved as the single id it equals, else below those
+        value = values[key]
+        if isinstance(value, list) and any(isinstance(v, int) and v >= vocab for v in value):
+            changes[key] = [moved.get(v, vocab - 1 - len(names) - i) if isinstance(v, int) and v >= vocab else v
+                            for i, v in enumerate(value)]
 
 
 def _patches_fit(values: dict[str, Any], changes: dict[str, Any]) -> None:

@@ -206,32 +206,40 @@ AUDIO_INPUTS = ("input_features", "input_values")
 
 
 @functools.lru_cache(maxsize=None)
-def reads_audio(model_type: str, task: str) -> str | None:
-    """The audio input the head of a text ``task`` reads, or None: transformers files its
-    speech LLMs (Voxtral, Qwen2-Audio, ...) under the Seq2SeqLM mapping, but garden's text2text
-    feeds them text alone. Cached: every build of an ``hf:`` model asks."""
+def foreign_input(model_type: str, task: str) -> tuple[str, str] | None:
+    """``("audio", "input_features")`` where the head of a text ``task`` reads audio, ``("text",
+    "input_ids")`` where an image classifier reads a text prompt beside the image, else None:
+    transformers files its speech LLMs (Voxtral, Qwen2-Audio, ...) under the Seq2SeqLM mapping and
+    prompt-driven image judges (ShieldGemma 2) under image classification, but garden's text2text
+    feeds text alone and its classify images alone. Cached: every build of an ``hf:`` model asks."""
     import inspect
 
     import transformers
 
     head = heads_for(model_type).get(task)
-    if head is None or head.modality != "text":
+    if head is None or head.modality == "speech":
         return None
     cls = getattr(transformers, head_class_name(model_type, task), None)
     arguments = inspect.signature(cls.forward).parameters if cls is not None else {}
-    return next((name for name in AUDIO_INPUTS if name in arguments), None)
+    if head.modality == "vision":
+        return ("text", "input_ids") if "input_ids" in arguments and "pixel_values" in arguments else None
+    audio = next((name for name in AUDIO_INPUTS if name in arguments), None)
+    return ("audio", audio) if audio else None
 
 
 def check_task(entry: ModelEntry, task: str) -> None:
     """One line naming the architecture's tasks when it cannot do ``task``."""
     if task in entry.tasks:
         head = SAME_HEAD.get(task, task)
-        audio = reads_audio(entry.family, head) if is_hf(entry.name) else None
-        if audio:
+        foreign = foreign_input(entry.family, head) if is_hf(entry.name) else None
+        if foreign:
+            kind, name = foreign
+            feeds = "text" if kind == "audio" else "images alone"
             raise UnknownTaskError(
                 f"model '{entry.name}' ({entry.family}) cannot do task '{task}': its "
-                f"{head_class_name(entry.family, head)} reads audio ({audio}), and garden's "
-                f"{task} feeds text; no garden task generates text from speech yet")
+                f"{head_class_name(entry.family, head)} reads {kind} ({name}), and garden's "
+                f"{task} feeds {feeds}; " + ("no garden task generates text from speech yet" if kind == "audio"
+                                             else "no garden task gives an image classifier a prompt yet"))
         return
     wanted = HEADS.get(SAME_HEAD.get(task, task))
     missing = f"; transformers has no {wanted[0].auto} head for {entry.family}" if wanted else ""
@@ -240,6 +248,15 @@ def check_task(entry: ModelEntry, task: str) -> None:
 
 
 # -- the family ----------------------------------------------------------------------------------
+
+#: the tasks that decode step by step (a cache of past keys and values serves them)
+GENERATING = ("causal-lm", "generate", "text2text", "summarize")
+
+
+def sub_configs(config: Any) -> list[Any]:
+    """The configs nested in ``config`` (``text_config``, ``vision_config``, ...)."""
+    return [value for value in vars(config).values() if hasattr(value, "to_dict") and hasattr(value, "model_type")]
+
 
 
 class AutoFamily(TransformersFamily):
@@ -285,14 +302,24 @@ class AutoFamily(TransformersFamily):
 
     def adjust(self, config: Any, spec: BuildSpec) -> Any:
         """As every transformers family does, and name the head where the config names none (an
-        Auto mapping with several classes for a task picks by ``architectures``)."""
+        Auto mapping with several classes for a task picks by ``architectures``); no decoding
+        cache for a task that never decodes (a linear-attention cache cannot even count its
+        length); X-MOD's language adapter: English, garden's shipped text, where the checkpoint
+        names no default (``model.options.config.default_language=de_DE`` picks another)."""
+        if spec.task not in GENERATING:
+            for part in {id(c): c for c in (config, *sub_configs(config))}.values():
+                if getattr(part, "use_cache", False):
+                    part.use_cache = False
+        if getattr(config, "default_language", "") is None and "en_XX" in (getattr(config, "languages", None) or ()):
+            config.default_language = "en_XX"
         if not getattr(config, "architectures", None) and spec.task in heads_for(spec.entry.family):
             config.architectures = [head_class_name(spec.entry.family, spec.task)]
         if getattr(config, "is_encoder_decoder", False) and getattr(config, "decoder_start_token_id", None) is None:
             config.decoder_start_token_id = getattr(config, "pad_token_id", None) or 0  # T5's classifier shifts right
-        if spec.task == "classify" and getattr(config, "pad_token_id", 0) is None:  # pools the last real token
-            eos = getattr(config, "eos_token_id", None)
-            config.pad_token_id = (eos[0] if isinstance(eos, list) and eos else eos) if eos is not None else 0
+        for part in (config, *sub_configs(config)) if spec.task == "classify" else ():  # pools the last real token
+            if getattr(part, "pad_token_id", 0) is None:
+                eos = getattr(part, "eos_token_id", None)
+                part.pad_token_id = (eos[0] if isinstance(eos, list) and eos else eos) if eos is not None else 0
         return super().adjust(config, spec)
 
     def build(self, spec: BuildSpec) -> Any:
@@ -382,8 +409,7 @@ class AutoFamily(TransformersFamily):
             processor = AutoFeatureExtractor.from_pretrained(folder)
         extractor = getattr(processor, "feature_extractor", processor)
         self.audio_input = extractor.model_input_names[0]
-        forward = self.head_forward_arguments(spec)
-        self.audio_inputs = tuple(n for n in (self.audio_input, "attention_mask") if not forward or n in forward)
+        self.audio_inputs = audio_inputs(extractor, self.head_forward_arguments(spec))
         self.processor = processor
         return processor
 
@@ -487,6 +513,16 @@ def speech_features(processor: Any, config: Any, batch: int) -> dict[str, Any]:
     except ValueError:  # clips of different lengths it does not pad by default
         out = extractor(waves, sampling_rate=rate, return_tensors="pt", padding=True, return_attention_mask=True)
     return {k: v for k, v in out.items()}
+
+
+def audio_inputs(extractor: Any, forward: set[str]) -> tuple[str, ...]:
+    """The speech tensors a model reads: its extractor's main input, and the attention mask only
+    where the extractor makes one by default, as transformers advises (wav2vec2-base's group norm
+    was trained without; AST's mask would count frames, not its patches)."""
+    names = [extractor.model_input_names[0]]
+    if getattr(extractor, "return_attention_mask", True):
+        names.append("attention_mask")
+    return tuple(n for n in names if not forward or n in forward)
 
 
 def default_feature_extractor(config: Any) -> Any:

@@ -121,6 +121,18 @@ def collate(examples: list[dict[str, Any]]) -> dict[str, Any]:
     return batch
 
 
+def class_scores(output: Any) -> Any:
+    """A classifier's logits: ``output.logits``, or the (batch, labels) ``last_hidden_state`` a head
+    returns them as where its output class has no ``logits`` (PP-LCNet's)."""
+    logits = getattr(output, "logits", None)
+    if logits is None:
+        last = getattr(output, "last_hidden_state", None)
+        if last is not None and last.dim() == 2:
+            return last
+        raise AttributeError(f"{type(output).__name__} has neither logits nor a (batch, labels) last_hidden_state")
+    return logits
+
+
 class ImageClassification(Classification):
     name = "classify"
     metric = "accuracy"
@@ -145,7 +157,7 @@ class ImageClassification(Classification):
         )
 
     def forward(self, model: Any, batch: dict[str, Any]) -> Any:
-        return model(pixel_values=batch["pixel_values"]).logits
+        return class_scores(model(pixel_values=batch["pixel_values"]))
 
     def load_inputs(self, pattern: str, preprocessor: Any, data: TaskData) -> list[Any]:
         paths = sorted(glob.glob(str(Path(pattern).expanduser() / "**" / "*"), recursive=True)) \
