@@ -126,11 +126,13 @@ def _model_modules() -> list[str]:
     modules = set()
     for entry in entries().values():
         try:
-            config = getattr(resolve_name(entry.builder), "config_class", None)
+            family = resolve_name(entry.builder)
         except Exception:  # a plugin that does not import is the test's to report, not the server's
             continue
-        if config in model_type:
-            modules.add(f"transformers.models.{model_type[config]}.modeling_{model_type[config]}")
+        kind = getattr(family, "architecture", "") or model_type.get(getattr(family, "config_class", None))
+        if kind in CONFIG_MAPPING_NAMES:
+            module = kind.replace("-", "_")
+            modules.add(f"transformers.models.{module}.modeling_{module}")
     return sorted(modules)
 
 

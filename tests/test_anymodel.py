@@ -262,6 +262,23 @@ def test_layers_called_through_their_forward_method_are_found_and_cut():
     assert "forward" not in vars(model.layers[0])  # the layers are given back as they were
 
 
+def test_a_curated_family_names_its_architecture_and_transformers_auto_mappings_name_its_classes():
+    """The plugins declare ``architecture``; config, heads, base model and speech processors follow."""
+    from garden_camembert.family import CamemBERT
+    from garden_hubert.family import Hubert
+    from garden_lxmert.family import Lxmert
+
+    camembert = CamemBERT()
+    assert (camembert.config_class, camembert.base) == ("CamembertConfig", "roberta")
+    assert camembert.heads["classify"] == "CamembertForSequenceClassification"
+    assert camembert.heads["mlm"] == "CamembertForMaskedLM"
+    hubert = Hubert()
+    assert (hubert.heads["asr"], hubert.base, hubert.processor_class) == ("HubertForCTC", "hubert", "Wav2Vec2Processor")
+    assert (hubert.feature_extractor_class, hubert.ctc_tokenizer_class) == ("Wav2Vec2FeatureExtractor",
+                                                                           "Wav2Vec2CTCTokenizer")
+    assert Lxmert().heads == {"vqa": "LxmertForQuestionAnswering"}  # a task no Auto mapping has: named by hand
+
+
 def test_a_task_refuses_a_model_in_its_mapping_whose_head_reads_an_input_the_task_does_not_feed():
     """transformers files Voxtral under AutoModelForSeq2SeqLM (garden's text2text feeds it no
     audio) and ShieldGemma 2 under image classification (it reads a prompt beside the image)."""

@@ -166,7 +166,7 @@ def one_row_per_head() -> list[tuple[str, str]]:
 def head_of(model: str, task: str) -> str:
     from garden.registry import entries
 
-    return family_class(entries()[model]).heads[task]
+    return family_class(entries()[model])().heads[task]
 
 
 @pytest.mark.parametrize("model, task", one_row_per_head())

@@ -53,6 +53,7 @@ def run_pair(cases: list[tuple[str, str]], results: Path, timeout: float) -> Non
     case that runs past ``timeout`` seconds, or whose workers die, gets a record saying so."""
     current = results.with_name(results.name + ".current")
     pending = list(cases)
+    earlier = len(read(results))  # records of an earlier run (``--again``) do not count as done
     while pending:
         port = free_port()
         env = {**os.environ, "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
@@ -75,7 +76,7 @@ def run_pair(cases: list[tuple[str, str]], results: Path, timeout: float) -> Non
                     except ProcessLookupError:  # it had ended on its own meanwhile
                         pass
         errors = [w.stderr.read() if w.stderr else "" for w in workers]
-        done = {(r["task"], r["type"]) for r in read(results)}
+        done = {(r["task"], r["type"]) for r in read(results)[earlier:]}
         marked = stuck or (current.read_text().split() if current.exists() else [])
         blamed = tuple(marked[0].split(":", 1)) if marked else None
         if blamed and blamed not in done:

@@ -5,9 +5,7 @@ story: a checkpoint brings its own tokenizer; without one (``weights=random``) t
 shipped ``tokenizer.json``, trained once on garden's text, so a tiny model trains offline::
 
     class MyEncoder(EncoderFamily):
-        config_class = "MyEncoderConfig"
-        base = "my_encoder"                      # model.my_encoder holds the encoder
-        heads = {"classify": "MyEncoderForSequenceClassification", "mlm": "MyEncoderForMaskedLM"}
+        architecture = "my_encoder"              # its config, head classes and model.my_encoder: transformers'
         special_tokens = {"pad_token": "[PAD]", "unk_token": "[UNK]", "cls_token": "[CLS]", ...}
         template = ("[CLS] $A [SEP]", "[CLS] $A [SEP] $B:1 [SEP]:1")
 
@@ -32,8 +30,6 @@ def qa_logits(logits: Any) -> tuple[Any, Any]:
 
 
 class EncoderFamily(TransformersFamily):
-    #: the attribute holding the encoder in every head class (``model.<base>``)
-    base: str
     preprocessor_class = "AutoTokenizer"
     #: the tensors the model reads, in the order the first stage receives them
     text_inputs: tuple[str, ...] = ("input_ids", "attention_mask")

@@ -3,15 +3,11 @@ a CTC (``asr``) or pooled classifier (``audio-classify``) head.
 
 Several families share this shape under different attribute names (transformers' modular
 models reuse the same modules), so they share one base here and each plugin names only its
-classes::
+architecture::
 
     class MySpeechModel(SpeechEncoderFamily):
-        config_class = "MySpeechConfig"
-        heads = {"asr": "MySpeechForCTC"}
-        base = "my_speech"                       # model.my_speech holds the encoder
-        feature_extractor_class = "MySpeechFeatureExtractor"
-        ctc_tokenizer_class = "MySpeechCTCTokenizer"
-        processor_class = "MySpeechProcessor"
+        architecture = "my_speech"   # its config, heads, model.my_speech, feature extractor, CTC tokenizer
+                                     # and processor: the classes transformers' Auto mappings name for it
 
 The stage layout splits the convolutional feature encoder layer by layer, as Graphcore's
 layouts count it.
@@ -121,13 +117,27 @@ class SpeechEncoderFamily(TransformersFamily):
     #: (optimum's pipelined HuBERT, its feature encoder on IPU 0)
     counts_feature_encoder: bool = True
 
-    #: the head's attribute holding the encoder model
-    base: str
-    #: transformers' class names for the waveform feature extractor, the CTC tokenizer and the
-    #: processor that holds both (``asr``)
-    feature_extractor_class: str
-    ctc_tokenizer_class: str
-    processor_class: str
+    @property
+    def feature_extractor_class(self) -> str:
+        """The waveform feature extractor's class name, as transformers' Auto mapping gives it."""
+        from transformers.models.auto.feature_extraction_auto import FEATURE_EXTRACTOR_MAPPING_NAMES
+
+        return FEATURE_EXTRACTOR_MAPPING_NAMES[self.architecture]
+
+    @property
+    def ctc_tokenizer_class(self) -> str:
+        """The CTC tokenizer's class name (``asr``), as transformers' Auto mapping gives it."""
+        from transformers.models.auto.tokenization_auto import TOKENIZER_MAPPING_NAMES
+
+        found = TOKENIZER_MAPPING_NAMES[self.architecture]
+        return next(name for name in found if name) if isinstance(found, (tuple, list)) else found
+
+    @property
+    def processor_class(self) -> str:
+        """The class holding both (``asr``), as transformers' Auto mapping gives it."""
+        from transformers.models.auto.processing_auto import PROCESSOR_MAPPING_NAMES
+
+        return PROCESSOR_MAPPING_NAMES[self.architecture]
     #: the CTC vocabulary a character tokenizer starts with, in id order: ``<pad>`` is the CTC
     #: blank, ``|`` the word delimiter (the tokenizer class's own defaults)
     ctc_specials: tuple[str, ...] = ("<pad>", "<s>", "</s>", "<unk>", "|")

@@ -1,12 +1,13 @@
 """A ModelFamily for models from Hugging Face transformers, configured by class attributes.
 
-A plugin names the config class, the head class per task, the preprocessor class and the
-stage layout; this base builds the model (random init or from a Hub-format folder), its
-preprocessor, and saves both back in Hub format::
+A plugin names its architecture (transformers' ``model_type``), the preprocessor class and the
+stage layout; the config class, each task's head class and the base model's attribute are the
+ones transformers' Auto mappings give that architecture (a plugin names them itself only where
+they do not: ``config_class``, ``heads``, ``base``). This base builds the model (random init or
+from a Hub-format folder), its preprocessor, and saves both back in Hub format::
 
     class MyVisionModel(TransformersFamily):
-        config_class = "MyVisionConfig"
-        heads = {"classify": "MyVisionForImageClassification"}
+        architecture = "my_vision"        # MyVisionConfig, MyVisionForImageClassification for classify
         preprocessor_class = "MyVisionImageProcessor"
 """
 
@@ -50,14 +51,34 @@ def submodule_path(model: Any, *candidates: str) -> str:
 
 
 class TransformersFamily(ModelFamily):
-    config_class: str = ""
-    heads: dict[str, str] = {}
+    #: transformers' ``model_type`` of the family's models (``"bert"``)
+    architecture: str = ""
     preprocessor_class: str | None = None
     #: attention kernel: PyTorch's scaled_dot_product_attention where the model supports it
     attn_implementation: str | None = "sdpa"
     #: how the tokenizer shipped beside the family (``tokenizer_file``) was trained, for text
     #: models without a checkpoint; ``tools/train_tokenizers.py`` follows it
     tokenizer_recipe: TokenizerRecipe | None = None
+
+    @property
+    def config_class(self) -> str:
+        """The config class's name, as transformers' Auto mappings give it for ``architecture``."""
+        from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
+
+        return CONFIG_MAPPING_NAMES[self.architecture]
+
+    @property
+    def heads(self) -> dict[str, str]:
+        """Each task's head class's name (``{"classify": "BertForSequenceClassification", ...}``),
+        as transformers' Auto mappings give them for ``architecture``."""
+        from garden.families.auto import head_class_name, heads_for
+
+        return {task: head_class_name(self.architecture, task) for task in heads_for(self.architecture)}
+
+    @property
+    def base(self) -> str:
+        """The attribute holding the base model in every head class (``model.bert``)."""
+        return transformers_class(next(iter(self.heads.values()))).base_model_prefix
 
     def config(self, spec: BuildSpec) -> Any:
         """The model config: the checkpoint's, else the variant's, with the task's labels."""

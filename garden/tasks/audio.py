@@ -340,8 +340,8 @@ class SpeechRecognition(SpeechTask):
         import torch
 
         logits = model(**self.model_kwargs(batch)).logits
-        if not hasattr(model, "_get_feat_extract_output_lengths"):  # frames unknown: count them all
-            return logits, logits.new_full((logits.shape[0],), logits.shape[1], dtype=torch.long)
+        if not hasattr(model, "_get_feat_extract_output_lengths") or "attention_mask" not in batch:
+            return logits, logits.new_full((logits.shape[0],), logits.shape[1], dtype=torch.long)  # count them all
         frames = model._get_feat_extract_output_lengths(batch["attention_mask"].sum(-1)).long()
         return logits, frames
 

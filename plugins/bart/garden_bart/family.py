@@ -17,8 +17,7 @@ TOKENIZER_CORPUS = ("summaries.jsonl", "lm_corpus.txt", "sst2_like.jsonl")
 
 
 class BART(TransformersFamily):
-    config_class = "BartConfig"
-    heads = {"summarize": "BartForConditionalGeneration", "classify": "BartForSequenceClassification"}
+    architecture = "bart"
     preprocessor_class = "AutoTokenizer"
     #: the decoder starts from </s> (``decoder_start_token_id`` = eos)
     decoder_start_token = "eos_token"

@@ -12,14 +12,7 @@ TEMPLATE = ("[CLS] $A [SEP]", "[CLS] $A [SEP] $B:1 [SEP]:1")
 
 
 class BERT(EncoderFamily):
-    config_class = "BertConfig"
-    base = "bert"
-    heads = {
-        "classify": "BertForSequenceClassification",
-        "token-classify": "BertForTokenClassification",
-        "qa": "BertForQuestionAnswering",
-        "mlm": "BertForMaskedLM",
-    }
+    architecture = "bert"
     text_inputs = ("input_ids", "attention_mask", "token_type_ids")
     tokenizer_kind = "wordpiece"
     special_tokens = SPECIAL_TOKENS

@@ -11,9 +11,7 @@ TEMPLATE = ("<s> $A </s>", "<s> $A </s> </s> $B </s>")
 
 
 class CamemBERT(EncoderFamily):
-    config_class = "CamembertConfig"
-    base = "roberta"
-    heads = {"classify": "CamembertForSequenceClassification", "mlm": "CamembertForMaskedLM"}
+    architecture = "camembert"
     tokenizer_kind = "unigram"
     special_tokens = SPECIAL_TOKENS
     template = TEMPLATE

@@ -19,9 +19,7 @@ TEMPLATE = ("[CLS] $A [SEP]", "[CLS] $A [SEP] $B:1 [SEP]:1")
 
 
 class DeBERTa(EncoderFamily):
-    config_class = "DebertaV2Config"
-    base = "deberta"
-    heads = {"classify": "DebertaV2ForSequenceClassification", "qa": "DebertaV2ForQuestionAnswering"}
+    architecture = "deberta-v2"
     tokenizer_kind = "unigram"
     special_tokens = SPECIAL_TOKENS
     template = TEMPLATE

@@ -20,9 +20,7 @@ def positions(h: Any) -> Any:
 
 
 class GPT2(TransformersFamily):
-    config_class = "GPT2Config"
-    heads = {"causal-lm": "GPT2LMHeadModel", "generate": "GPT2LMHeadModel",
-             "classify": "GPT2ForSequenceClassification"}
+    architecture = "gpt2"
     preprocessor_class = "AutoTokenizer"
     tokenizer_recipe = TokenizerRecipe(
         "bpe", {"bos_token": END_OF_TEXT, "eos_token": END_OF_TEXT, "unk_token": END_OF_TEXT, "pad_token": END_OF_TEXT},

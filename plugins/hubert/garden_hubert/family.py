@@ -11,10 +11,5 @@ from garden.families.speech import SpeechEncoderFamily
 
 
 class Hubert(SpeechEncoderFamily):
-    config_class = "HubertConfig"
-    heads = {"asr": "HubertForCTC", "audio-classify": "HubertForSequenceClassification"}
-    base = "hubert"
-    feature_extractor_class = "Wav2Vec2FeatureExtractor"
-    ctc_tokenizer_class = "Wav2Vec2CTCTokenizer"
-    processor_class = "Wav2Vec2Processor"
+    architecture = "hubert"
     counts_feature_encoder = False  # optimum's HuBERT: layers_per_ipu counts Transformer layers only

@@ -11,13 +11,7 @@ TEMPLATE = ("<s> $A </s>", "<s> $A </s> </s> $B </s>")
 
 
 class RoBERTa(EncoderFamily):
-    config_class = "RobertaConfig"
-    base = "roberta"
-    heads = {
-        "classify": "RobertaForSequenceClassification",
-        "qa": "RobertaForQuestionAnswering",
-        "mlm": "RobertaForMaskedLM",
-    }
+    architecture = "roberta"
     tokenizer_kind = "bpe"
     special_tokens = SPECIAL_TOKENS
     template = TEMPLATE

@@ -17,8 +17,7 @@ TOKENIZER_CORPUS = ("translation_en_fr.jsonl", "summaries.jsonl", "lm_corpus.txt
 
 
 class T5(TransformersFamily):
-    config_class = "T5Config"
-    heads = {"text2text": "T5ForConditionalGeneration"}
+    architecture = "t5"
     preprocessor_class = "AutoTokenizer"
     #: the decoder starts from <pad> (``decoder_start_token_id`` = pad)
     decoder_start_token = "pad_token"

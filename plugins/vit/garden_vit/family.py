@@ -13,8 +13,7 @@ def _hidden(output: Any) -> Any:
 
 
 class ViT(TransformersFamily):
-    config_class = "ViTConfig"
-    heads = {"classify": "ViTForImageClassification"}
+    architecture = "vit"
     preprocessor_class = "ViTImageProcessor"
 
     def default_preprocessor(self, spec: BuildSpec) -> Any:

@@ -7,9 +7,4 @@ from garden.families.speech import SpeechEncoderFamily
 
 
 class Wav2Vec2(SpeechEncoderFamily):
-    config_class = "Wav2Vec2Config"
-    heads = {"asr": "Wav2Vec2ForCTC"}
-    base = "wav2vec2"
-    feature_extractor_class = "Wav2Vec2FeatureExtractor"
-    ctc_tokenizer_class = "Wav2Vec2CTCTokenizer"
-    processor_class = "Wav2Vec2Processor"
+    architecture = "wav2vec2"
