@@ -78,7 +78,7 @@ def tiny_checkpoint(model: dict, variant: dict) -> dict[str, bytes]:
     from safetensors.numpy import save
 
     module, _, attribute = model["builder"].partition(":")
-    config_class = getattr(transformers, getattr(import_module(module), attribute).config_class)
+    config_class = getattr(transformers, getattr(import_module(module), attribute)().config_class)
     files = {"config.json": json.dumps(config_class().to_dict()).encode()}
     if variant["weights_format"] == "pickle":
         buffer = io.BytesIO()
