@@ -67,7 +67,7 @@ def run_pair(cases: list[tuple[str, str]], results: Path, timeout: float) -> Non
         stuck = None
         while any(w.poll() is None for w in workers):
             time.sleep(2)
-            marked = current.read_text().split() if current.exists() else []
+            marked = marker(current)[0]
             if len(marked) == 3 and time.time() - float(marked[2]) > timeout:
                 stuck = marked
                 for w in workers:
@@ -77,13 +77,15 @@ def run_pair(cases: list[tuple[str, str]], results: Path, timeout: float) -> Non
                         pass
         errors = [w.stderr.read() if w.stderr else "" for w in workers]
         done = {(r["task"], r["type"]) for r in read(results)[earlier:]}
-        marked = stuck or (current.read_text().split() if current.exists() else [])
+        found, so_far = marker(current)
+        marked = stuck or found
         blamed = tuple(marked[0].split(":", 1)) if marked else None
         if blamed and blamed not in done:
             task, model_type = blamed
             why = (f"stopped after {timeout:.0f} s in the {marked[1]} check" if stuck else
                    f"the workers died in the {marked[1]} check: {last_line(errors)}")
-            append(results, {"type": model_type, "task": task, "checks": {marked[1]: (False, why)}, "seconds": None})
+            append(results, {"type": model_type, "task": task, "checks": {**so_far, marked[1]: (False, why)},
+                             "seconds": None})
             done.add(blamed)
         left = [case for case in pending if case not in done]
         if left == pending:  # nothing progressed and nothing to blame: give up on these
@@ -92,6 +94,19 @@ def run_pair(cases: list[tuple[str, str]], results: Path, timeout: float) -> Non
                                  "checks": {"build": (False, f"the workers did not start: {last_line(errors)}")}})
             return
         pending = left
+
+
+def marker(current: Path) -> tuple[list[str], dict]:
+    """What the workers' marker file says: ``[case, check, since]`` and the checks done so far."""
+    try:
+        lines = current.read_text().splitlines()
+    except OSError:
+        return [], {}
+    try:
+        so_far = json.loads(lines[1]) if len(lines) > 1 else {}
+    except ValueError:
+        so_far = {}
+    return (lines[0].split() if lines else []), so_far
 
 
 def last_line(texts: list[str]) -> str:

@@ -36,9 +36,10 @@ def main(argv: list[str]) -> int:
     group = dist.group.WORLD
     current = results.with_name(results.name + ".current")
 
-    def mark(task: str, model_type: str, check: str) -> None:
+    def mark(task: str, model_type: str, check: str, so_far: dict | None = None) -> None:
+        """The case and check now running, since when, and the checks done (for a killed case's record)."""
         if rank == 0:
-            write_atomic(current, f"{task}:{model_type} {check} {time.time():.0f}\n")
+            write_atomic(current, f"{task}:{model_type} {check} {time.time():.0f}\n{json.dumps(so_far or {})}\n")
 
     for task, model_type in cases:
         start = time.perf_counter()
@@ -51,14 +52,14 @@ def main(argv: list[str]) -> int:
         if case is not None:
             for name, check in LOCAL.items():
                 if rank == 0 or name in ("build", "plan"):  # rank 1 needs the blocks, not the rest
-                    mark(task, model_type, name)
+                    mark(task, model_type, name, case.results)
                     run_check(case, name, check)
             failed = {}
         ready = case is not None and case.results.get("plan", (False,))[0] is True
         both: list = [None, None]
         dist.all_gather_object(both, ready, group=group)
         if all(both):
-            mark(task, model_type, "pipeline")
+            mark(task, model_type, "pipeline", case.results)
             run_check(case, "pipeline", lambda c: check_pipeline(c, rank, group))
             agreed: list = [None, None]
             dist.all_gather_object(agreed, case.results["pipeline"], group=group)
@@ -67,7 +68,7 @@ def main(argv: list[str]) -> int:
             case.results["pipeline"] = (None, "skipped: the model was not cut into blocks")
         if rank == 0:
             if case is not None and case.results.get("plan", (False,))[0] is True:
-                mark(task, model_type, "ipu")
+                mark(task, model_type, "ipu", case.results)
                 run_check(case, "ipu", check_ipu)
             elif case is not None:
                 case.results["ipu"] = (None, "skipped: the model was not cut into blocks")
