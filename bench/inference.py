@@ -358,6 +358,9 @@ def summary(record: dict) -> str:
                          f"{rate['garden auto'] / rate['pipeline()']:.2f}×" if "pipeline()" in rate else "–",
                          f"{cell['agreement']['garden auto']:.0%}"])
     lines = [table(rows, ["model", "task", "batch", "auto plan", "÷ eager fp32", "÷ pipeline()", "top-1 = fp32"])]
+    if any(r[3].startswith("fp32") for r in rows):
+        lines += ["", "Where auto's plan is fp32 it runs the eager fp32 loop itself: its ratio there is the rounds' "
+                  "noise, not a cost."]
     trained = record.get("trained", [])
     if trained:
         lines += ["", "On garden's own trained checkpoints (the recipes' tiny ViT and BERT), int8-dynamic's held-out "
