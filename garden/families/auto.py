@@ -258,7 +258,6 @@ def sub_configs(config: Any) -> list[Any]:
     return [value for value in vars(config).values() if hasattr(value, "to_dict") and hasattr(value, "model_type")]
 
 
-
 class AutoFamily(TransformersFamily):
     """Builds any architecture of transformers' Auto mappings for garden's tasks."""
 
@@ -306,17 +305,17 @@ class AutoFamily(TransformersFamily):
         cache for a task that never decodes (a linear-attention cache cannot even count its
         length); X-MOD's language adapter: English, garden's shipped text, where the checkpoint
         names no default (``model.options.config.default_language=de_DE`` picks another)."""
-        if spec.task not in GENERATING:
-            for part in {id(c): c for c in (config, *sub_configs(config))}.values():
-                if getattr(part, "use_cache", False):
-                    part.use_cache = False
+        parts = list({id(c): c for c in (config, *sub_configs(config))}.values())
+        for part in parts if spec.task not in GENERATING else ():
+            if getattr(part, "use_cache", False):
+                part.use_cache = False
         if getattr(config, "default_language", "") is None and "en_XX" in (getattr(config, "languages", None) or ()):
             config.default_language = "en_XX"
         if not getattr(config, "architectures", None) and spec.task in heads_for(spec.entry.family):
             config.architectures = [head_class_name(spec.entry.family, spec.task)]
         if getattr(config, "is_encoder_decoder", False) and getattr(config, "decoder_start_token_id", None) is None:
             config.decoder_start_token_id = getattr(config, "pad_token_id", None) or 0  # T5's classifier shifts right
-        for part in (config, *sub_configs(config)) if spec.task == "classify" else ():  # pools the last real token
+        for part in parts if spec.task == "classify" else ():  # pools the last real token
             if getattr(part, "pad_token_id", 0) is None:
                 eos = getattr(part, "eos_token_id", None)
                 part.pad_token_id = (eos[0] if isinstance(eos, list) and eos else eos) if eos is not None else 0
