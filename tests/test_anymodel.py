@@ -262,6 +262,53 @@ def test_layers_called_through_their_forward_method_are_found_and_cut():
     assert "forward" not in vars(model.layers[0])  # the layers are given back as they were
 
 
+def test_a_no_grad_region_inside_the_forward_is_cut_and_keeps_its_gradients_and_the_callers_mode():
+    """M2M100 computes its positions under ``torch.no_grad()``: export's set-grad sub-graph made
+    every piece after it ask for that sub-graph as an input. Cut, the region still gives its
+    weights no gradient, and a piece run under ``no_grad`` stays there on the way out."""
+    import torch
+
+    from garden.families.traced import run_piece, trace
+
+    class Gated(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.embed = torch.nn.Linear(4, 8)
+            self.gate = torch.nn.Linear(8, 8)
+            self.layers = torch.nn.ModuleList(torch.nn.Linear(8, 8) for _ in range(2))
+            self.head = torch.nn.Linear(8, 2)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            x = self.embed(x)
+            with torch.no_grad():
+                gate = torch.sigmoid(self.gate(x))
+            for layer in self.layers:
+                x = torch.tanh(layer(x)) * gate
+            return self.head(x)
+
+    torch.manual_seed(0)
+    model, x = Gated(), torch.randn(3, 4)
+    found = trace(model, (x,), ["layers.0", "layers.1"], {"layers.1": 1})
+    assert len(found.pieces) == 4
+
+    def cut(inputs: tuple) -> torch.Tensor:
+        for piece in found.pieces:
+            inputs = run_piece(piece, inputs)
+        return inputs[0]
+
+    model(x).square().sum().backward()
+    local = {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+    model.zero_grad(set_to_none=True)
+    cut((x,)).square().sum().backward()
+    pieces = {n: p.grad for n, p in model.named_parameters() if p.grad is not None}
+    assert sorted(pieces) == sorted(local) and not any(n.startswith("gate.") for n in pieces)
+    for name, grad in local.items():
+        torch.testing.assert_close(pieces[name], grad, rtol=1e-5, atol=1e-6)  # the same kernels, cut
+    with torch.no_grad():
+        assert not cut((x,)).requires_grad and not torch.is_grad_enabled()
+    assert torch.is_grad_enabled()
+
+
 def test_a_curated_family_names_its_architecture_and_transformers_auto_mappings_name_its_classes():
     """The plugins declare ``architecture``; config, heads, base model and speech processors follow."""
     from garden_camembert.family import CamemBERT
@@ -344,7 +391,7 @@ def test_the_shrink_keeps_each_kind_of_layer_and_every_special_id_and_rotary_wit
     assert max(glm["eos_token_id"]) < glm["vocab_size"] and glm["pad_token_id"] in glm["eos_token_id"]
 
 
-def test_tasks_that_never_decode_build_without_a_cache_and_xmod_reads_english_unless_told():
+def test_tasks_that_never_decode_build_without_a_cache_an_encoder_lm_is_causal_and_xmod_reads_english():
     from garden.families.auto import AutoFamily, entry_for
     from garden.hookspecs import BuildSpec
 
@@ -356,8 +403,51 @@ def test_tasks_that_never_decode_build_without_a_cache_and_xmod_reads_english_un
     assert config("llama", "classify").use_cache is False and config("llama", "causal-lm").use_cache is True
     composite = config("qwen3_5", "classify")  # the classifier pools the last token before padding
     assert composite.get_text_config().use_cache is False and composite.get_text_config().pad_token_id is not None
+    assert config("bert", "causal-lm").is_decoder is True and config("bert", "mlm").is_decoder is False
     assert config("xmod", "mlm").default_language == "en_XX"
     assert config("xmod", "mlm", {"config": {"default_language": "de_DE"}}).default_language == "de_DE"
+
+
+def test_an_encoder_trained_as_a_causal_lm_cannot_see_the_tokens_it_predicts():
+    """BERT's LM head attends both ways unless its config says ``is_decoder``: a causal LM
+    that reads the future learns to copy it. A later token must not move an earlier logit."""
+    import torch
+
+    from garden.families.auto import AutoFamily, entry_for
+    from garden.hookspecs import BuildSpec
+
+    entry = entry_for("hf:x/bert", {"model_type": "bert", "num_hidden_layers": 1, "hidden_size": 32,
+                                    "num_attention_heads": 2, "intermediate_size": 64, "vocab_size": 64})
+    model = AutoFamily().build(BuildSpec(entry=entry, variant=entry.variants[0], task="causal-lm")).eval()
+    ids = torch.randint(5, 64, (1, 6), generator=torch.Generator().manual_seed(0))
+    changed = ids.clone()
+    changed[0, -1] = 4
+    with torch.no_grad():
+        before, after = model(input_ids=ids).logits, model(input_ids=changed).logits
+    torch.testing.assert_close(after[0, :-1], before[0, :-1], rtol=1e-5, atol=1e-5)  # same kernels, same inputs
+    assert not torch.allclose(after[0, -1], before[0, -1])
+
+
+def test_teacher_forcing_builds_no_decoding_cache_so_a_model_without_attention_layers_trains():
+    """A Bamba whose layers are all Mamba cannot size a decoding cache; teacher forcing needs none."""
+    import pkgutil
+
+    import torch
+
+    from garden.families.auto import AutoFamily, entry_for
+    from garden.hookspecs import BuildSpec
+
+    entry = entry_for("hf:x/bamba", {"model_type": "bamba", "num_hidden_layers": 2, "hidden_size": 32,
+                                     "num_attention_heads": 2, "num_key_value_heads": 2, "intermediate_size": 64,
+                                     "vocab_size": 64, "mamba_n_heads": 4, "mamba_d_head": 16,
+                                     "attn_layer_indices": None})
+    family = AutoFamily()
+    model = family.build(BuildSpec(entry=entry, variant=entry.variants[0], task="causal-lm"))
+    task = pkgutil.resolve_name(family.tasks["causal-lm"])(family)
+    ids = torch.randint(0, 64, (2, 6), generator=torch.Generator().manual_seed(0))
+    logits = task.forward(model, {"input_ids": ids, "attention_mask": torch.ones_like(ids)})
+    task.loss(logits, ids).backward()
+    assert logits.shape == (2, 6, 64) and model.lm_head.weight.grad is not None
 
 
 # -- blocks ------------------------------------------------------------------------------------------

@@ -303,12 +303,14 @@ class AutoFamily(TransformersFamily):
         """As every transformers family does, and name the head where the config names none (an
         Auto mapping with several classes for a task picks by ``architectures``); no decoding
         cache for a task that never decodes (a linear-attention cache cannot even count its
-        length); X-MOD's language adapter: English, garden's shipped text, where the checkpoint
+        length); an encoder read as a causal LM masks the future (``is_decoder``); X-MOD's language adapter: English, garden's shipped text, where the checkpoint
         names no default (``model.options.config.default_language=de_DE`` picks another)."""
         parts = list({id(c): c for c in (config, *sub_configs(config))}.values())
         for part in parts if spec.task not in GENERATING else ():
             if getattr(part, "use_cache", False):
                 part.use_cache = False
+        if spec.task in ("causal-lm", "generate") and getattr(config, "is_decoder", None) is False:
+            config.is_decoder = True  # an encoder's LM head (BERT, Reformer) attends only backwards
         if getattr(config, "default_language", "") is None and "en_XX" in (getattr(config, "languages", None) or ()):
             config.default_language = "en_XX"
         if not getattr(config, "architectures", None) and spec.task in heads_for(spec.entry.family):
@@ -325,10 +327,13 @@ class AutoFamily(TransformersFamily):
         """The task's Auto head, random or from ``spec.weights_dir``; PyTorch's SDPA attention
         where the architecture has it. ``model.blocks`` (the layer lists) is kept on the model."""
         import torch
+        import transformers
 
         if torch.empty(0).device.type == "meta":  # stages are traced: they need real tensors
             raise NotImplementedError("AutoFamily builds on a real device")
         head, config = self.head(spec), self.config(spec)
+        if type(config) not in head._model_mapping:  # a composite's text part saved alone (Emu3, Mllama)
+            head = getattr(transformers, head_class_name(spec.entry.family, spec.task))
 
         def make(**kwargs: Any) -> Any:
             if spec.weights_dir is not None:

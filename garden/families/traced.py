@@ -203,7 +203,7 @@ def trace(module: Any, inputs: tuple, begins: Sequence[str], ends: dict[str, int
                 pipe_split()
 
     try:
-        with torch.enable_grad(), around_forwards(module, {*begins, *ends}, before, after):
+        with torch.enable_grad(), grad_modes_inline(), around_forwards(module, {*begins, *ends}, before, after):
             pipe = pipeline(module, mb_args=tuple(inputs))
     except Exception as err:  # export raises many types; the first line of the cause says why
         cause = err.__cause__ or err
@@ -211,6 +211,74 @@ def trace(module: Any, inputs: tuple, begins: Sequence[str], ends: dict[str, int
         raise TraceError(f"torch.export cannot capture {type(module.model).__name__}'s forward as one graph "
                          f"({type(cause).__name__}: {reason})") from None
     return _pieces(pipe.split_gm, module)
+
+
+@contextlib.contextmanager
+def grad_modes_inline() -> Iterator[None]:
+    """Trace a ``with torch.no_grad():`` inside a forward (M2M100's sinusoidal positions,
+    SeamlessM4T, DeepSeek-V3.2's indexer) as plain switches of the grad mode in the graph.
+
+    torch.export would wrap the region in a ``wrap_with_set_grad_enabled`` sub-graph, which
+    pipelining's unflatten then asks for as an input of the piece ("Expected positional argument
+    for parameter submod_1"); left as raw ``_set_grad_enabled`` nodes, ``split_module``'s own
+    grad-region bookkeeping fails on pipelining's partition names. So the region is traced raw
+    and each switch becomes :func:`grad_mode_enter` / :func:`grad_mode_exit`, which split like
+    any call and, on the way out, restore the mode the piece was called in rather than the one it
+    was traced in (a piece run under ``no_grad`` stays there)."""
+    from torch._export.passes import replace_set_grad_with_hop_pass as hop_pass
+    from torch.distributed.pipelining._IR import Pipe
+    from torch.fx.node import has_side_effect
+
+    for switch in (grad_mode_enter, grad_mode_exit):  # kept by dead-code elimination
+        has_side_effect(switch)
+    wrap, export = hop_pass.replace_set_grad_with_hop_pass, Pipe.__dict__["_trace_with_export"]
+
+    def exported(*args: Any, **kwargs: Any) -> Any:
+        program = export.__func__(*args, **kwargs)
+        switch_grad_modes(program.graph_module)
+        return program
+
+    hop_pass.replace_set_grad_with_hop_pass = lambda gm, graph_signature: (gm, graph_signature)
+    Pipe._trace_with_export = staticmethod(exported)
+    try:
+        yield
+    finally:
+        hop_pass.replace_set_grad_with_hop_pass, Pipe._trace_with_export = wrap, export
+
+
+def switch_grad_modes(gm: Any) -> None:
+    """Each pair of ``torch._C._set_grad_enabled`` nodes of ``gm``'s graph (a region's entry,
+    then its exit back to the mode before it) as ``grad_mode_enter``/``grad_mode_exit``."""
+    import torch
+
+    graph, entered = gm.graph, []
+    for node in list(graph.nodes):
+        if node.op != "call_function" or node.target is not torch._C._set_grad_enabled:
+            continue
+        with graph.inserting_before(node):
+            if entered and node.args[0] == entered[-1][1]:
+                switch = graph.call_function(grad_mode_exit, (entered.pop()[0],))
+            else:
+                switch = graph.call_function(grad_mode_enter, (node.args[0],))
+                entered.append((switch, not node.args[0]))
+        switch.meta = dict(node.meta)
+        graph.erase_node(node)
+    gm.recompile()
+
+
+def grad_mode_enter(enabled: bool) -> bool:
+    """Set the grad mode; return the one it replaced."""
+    import torch
+
+    before = torch.is_grad_enabled()
+    torch._C._set_grad_enabled(enabled)
+    return before
+
+
+def grad_mode_exit(before: bool) -> None:
+    import torch
+
+    torch._C._set_grad_enabled(before)
 
 
 @contextlib.contextmanager

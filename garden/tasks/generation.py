@@ -23,6 +23,8 @@ Data, offline by default:
 
 from __future__ import annotations
 
+import functools
+import inspect
 import math
 from pathlib import Path
 from typing import Any, Sequence
@@ -81,6 +83,20 @@ def tokenize(tokenizer: Any, texts: list[str], size: int, *, truncation: bool, w
     return ids
 
 
+def no_cache(model: Any) -> dict[str, bool]:
+    """``use_cache=False`` where the model's forward takes it: teacher forcing reads every
+    position's logits at once, so a decoding cache would only cost memory (a training step would
+    keep every layer's keys and values), and hybrid models whose layers hold no attention (a tiny
+    Bamba, Jamba) cannot even size one."""
+    return {"use_cache": False} if _takes_use_cache(type(model)) else {}
+
+
+@functools.lru_cache(maxsize=None)
+def _takes_use_cache(cls: type) -> bool:
+    parameters = inspect.signature(cls.forward).parameters
+    return "use_cache" in parameters or any(p.kind is p.VAR_KEYWORD for p in parameters.values())
+
+
 class Generative(Task):
     """What causal and seq2seq LMs share: prompt batches generate, ``predict`` decodes."""
 
@@ -107,7 +123,7 @@ class Generative(Task):
     def forward(self, model: Any, batch: dict[str, Any]) -> Any:
         if batch.get("generate"):
             return self.generate(model, batch)
-        return model(**{k: batch[k] for k in self.input_names}).logits
+        return model(**{k: batch[k] for k in self.input_names}, **no_cache(model)).logits
 
     def generate(self, model: Any, batch: dict[str, Any]) -> Any:
         """The new token ids for a batch of prompts, padded with the pad id."""
