@@ -376,7 +376,7 @@ def test_the_gentler_shrink_cuts_depth_vocabulary_and_dropout_and_keeps_every_wi
 
 
 def test_the_shrink_keeps_each_kind_of_layer_and_every_special_id_and_rotary_within_a_head():
-    from transformers import Gemma2Config, GlmConfig, GPTJConfig, GPTNeoConfig
+    from transformers import DeepseekV2Config, Gemma2Config, GlmConfig, GPTJConfig, GPTNeoConfig
 
     from garden.coverage.shrink import shrink
 
@@ -389,6 +389,8 @@ def test_the_shrink_keeps_each_kind_of_layer_and_every_special_id_and_rotary_wit
     assert gptj["rotary_dim"] <= gptj["n_embd"] // gptj["n_head"]
     glm = shrink(GlmConfig().to_dict())  # a list of end ids, one of them the padding id
     assert max(glm["eos_token_id"]) < glm["vocab_size"] and glm["pad_token_id"] in glm["eos_token_id"]
+    deepseek = shrink(DeepseekV2Config().to_dict())  # its default routes to None experts of 1,407 wide
+    assert deepseek["num_experts_per_tok"] == 2 and deepseek["moe_intermediate_size"] == 64
 
 
 def test_tasks_that_never_decode_build_without_a_cache_an_encoder_lm_is_causal_and_xmod_reads_english():

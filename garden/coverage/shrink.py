@@ -11,7 +11,9 @@ each config is shrunk the way a reader would shrink it by hand, with no list of 
   (``hidden_sizes``, ``embed_dims``) scaled down to at most 64, per-stage depths to 1;
 * heads to 2 (key-value heads to at most 2, dividing the heads), head sizes to width / heads, so
   every width stays divisible by its heads, and rotary dimensions to at most a head's size;
-* feed-forward sizes to 64, vocabularies to 512 (special token ids above moved below, in lists
+* mixture-of-experts counts a default config leaves unset (``num_experts_per_tok=None``) set to
+  a few experts, as a checkpoint sets them;
+* feed-forward sizes (an expert's too) to 64, vocabularies to 512 (special token ids above moved below, in lists
   too, keeping an id a single token id shares), images to
   32 pixels (patches to at most a quarter of that, attention windows to 4), convolution channels
   (speech feature encoders) to 32, and every dropout to 0.
@@ -42,7 +44,9 @@ HEADS = re.compile(r"^(num_attention_heads|n_head|n_heads|num_heads|encoder_atte
 KV_HEADS = re.compile(r"^(num_key_value_heads|n_kv_heads|num_kv_heads|multi_query_group_num)$")
 HEAD_SIZE = re.compile(r"^(head_dim|d_kv|attention_head_size|kv_channels|d_head|attention_head_dim)$")
 FEED_FORWARD = re.compile(r"^(intermediate_size|ffn_dim|d_ff|n_inner|encoder_ffn_dim|decoder_ffn_dim|mlp_dim"
-                          r"|ffn_hidden_size|inner_dim|d_inner|decoder_intermediate_size|hidden_dim_ffn)$")
+                          r"|ffn_hidden_size|inner_dim|d_inner|decoder_intermediate_size|hidden_dim_ffn"
+                          r"|moe_intermediate_size|shared_experts?_intermediate_size|moe_shared_expert_intermediate_size"
+                          r"|expert_ffn_hidden_size|shared_intermediate_size)$")
 STAGE_DEPTHS = re.compile(r"depths?$|^num_layers_per_stage|^stage_num_layers|^layers_per_stage")
 STAGE_WIDTHS = re.compile(r"^(hidden_sizes|embed_dims|dims|widths|channels|stage_dims|out_channels"
                           r"|stage_out_channels|neck_hidden_sizes|embed_dim_per_stage|hidden_size_per_stage)$")
@@ -52,6 +56,8 @@ CONV = re.compile(r"^(conv_dim|tdnn_dim)$")
 VOCAB = re.compile(r"^(vocab_size|n_vocab|decoder_vocab_size)$")
 IMAGE = re.compile(r"^(image_size|img_size|input_size)$")
 WINDOW = re.compile(r"^window_size$")
+#: mixture-of-experts counts a default config leaves unset (DeepSeek-V2, dots.llm1): set as a checkpoint would
+UNSET_EXPERTS = {"num_experts_per_tok": 2, "n_routed_experts": 4, "n_shared_experts": 1, "n_group": 1, "topk_group": 1}
 DROPOUT = re.compile(r"dropout|_pdrop$|^layerdrop$|drop_path_rate|^drop_rate$")
 
 WIDE, FFN, HEAD_COUNT, DEEP, VOCAB_SIZE, PIXELS, CONV_CHANNELS, STAGE_MAX = 32, 64, 2, 2, 512, 32, 32, 64
@@ -74,6 +80,8 @@ def shrink(values: dict[str, Any], accepted: set[str] | None = None, *, widths: 
             continue
         elif value is None and VOCAB.search(key):
             changes[key] = VOCAB_SIZE
+        elif value is None and key in UNSET_EXPERTS:
+            changes[key] = UNSET_EXPERTS[key]
         elif isinstance(value, int) and DEPTH.search(key) and value > DEEP:
             depth_was.add(value)
             changes[key] = DEEP
