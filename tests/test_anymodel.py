@@ -344,6 +344,24 @@ def test_a_task_refuses_a_model_in_its_mapping_whose_head_reads_an_input_the_tas
     check_task(entry_for("hf:org/imagegpt", {"model_type": "imagegpt"}), "classify")  # its input_ids are the image
 
 
+def test_an_architecture_that_classifies_text_and_images_classifies_what_its_checkpoint_was_made_for():
+    """Perceiver sits in both classification mappings: its image checkpoints build the image head."""
+    import pkgutil
+
+    from garden.families.auto import entry_for
+    from garden.hookspecs import BuildSpec
+
+    def built(config: dict) -> str:
+        entry = entry_for("hf:x/perceiver", {"model_type": "perceiver", **config})
+        family = pkgutil.resolve_name(entry.builder)()
+        spec = BuildSpec(entry=entry, variant=entry.variants[0], task="classify")
+        return f"{type(family).__name__}: {family.head(spec).__name__}, {family.config(spec).architectures[0]}"
+
+    assert built({}) == "AutoFamily: AutoModelForSequenceClassification, PerceiverForSequenceClassification"
+    assert built({"architectures": ["PerceiverForImageClassificationFourier"]}) == \
+        "AutoVisionFamily: AutoModelForImageClassification, PerceiverForImageClassificationFourier"
+
+
 def test_coverage_leaves_out_of_its_denominator_a_missing_package_and_a_foreign_input_only():
     from garden.coverage.report import left_out
 

@@ -76,11 +76,12 @@ def mapping(name: str) -> dict[str, str]:
     return getattr(auto, name)
 
 
-def heads_for(model_type: str) -> dict[str, Head]:
-    """The tasks ``model_type`` can do, each with its head: ``{"classify": Head(...), ...}``."""
+def heads_for(model_type: str, modality: str | None = None) -> dict[str, Head]:
+    """The tasks ``model_type`` can do, each with its head: ``{"classify": Head(...), ...}``; where
+    a task has heads of two modalities (Perceiver classifies text and images), ``modality``'s."""
     found: dict[str, Head] = {}
     for task, heads in HEADS.items():
-        for head in heads:
+        for head in sorted(heads, key=lambda h: h.modality != modality):
             if model_type in mapping(head.mapping) and task not in found:
                 found[task] = head
     for task, same in SAME_HEAD.items():
@@ -89,10 +90,10 @@ def heads_for(model_type: str) -> dict[str, Head]:
     return {task: found[task] for task in (*HEADS, *SAME_HEAD) if task in found}
 
 
-def head_class_name(model_type: str, task: str) -> str:
+def head_class_name(model_type: str, task: str, modality: str | None = None) -> str:
     """``BertForSequenceClassification``: the class transformers' Auto mapping gives ``task`` (the
     first where it names several, as DeiT's with and without a distillation head)."""
-    head = heads_for(model_type)[task]
+    head = heads_for(model_type, modality)[task]
     found = mapping(head.mapping)[model_type]
     return found[0] if isinstance(found, (list, tuple)) else found
 
@@ -187,17 +188,24 @@ def entry_for(name: str, config: dict[str, Any], *, repo_id: str | None = None, 
     modalities = {h.modality for h in tasks.values()}
     domain = DOMAINS["speech" if "speech" in modalities else "vision" if "vision" in modalities else "text"]
     architectures = config.get("architectures") or [model_type]
+    vision = "vision" if any(architectures[0] in _names(mapping(h.mapping).get(model_type)) for h in HEADS["classify"]
+                             if h.modality == "vision") else None
     variant = Variant("hub" if repo_id else "local", hub_id=repo_id, revision=revision, config=config,
                       description=f"{where}")
     return ModelEntry(name=name, family=model_type, domain=domain,
                       description=f"{architectures[0]} from {where} ({model_type}, built by transformers' Auto classes)",
-                      tasks=tuple(tasks), builder=f"garden.families.auto:{builder_for(model_type)}",
+                      tasks=tuple(tasks), builder=f"garden.families.auto:{builder_for(model_type, vision)}",
                       variants=(variant,), default=variant.name)
 
 
-def builder_for(model_type: str) -> str:
-    """The family class: image classification where the architecture classifies images only."""
-    heads = heads_for(model_type)
+def _names(found: Any) -> tuple[str, ...]:
+    return tuple(found) if isinstance(found, (list, tuple)) else (found,) if found else ()
+
+
+def builder_for(model_type: str, modality: str | None = None) -> str:
+    """The family class: image classification where the architecture classifies images only, or
+    where the checkpoint's architecture is an image classifier (``modality="vision"``: Perceiver's)."""
+    heads = heads_for(model_type, modality)
     return "AutoVisionFamily" if heads.get("classify") and heads["classify"].modality == "vision" else "AutoFamily"
 
 
@@ -271,6 +279,8 @@ class AutoFamily(TransformersFamily):
     audio_inputs: tuple[str, ...] = ("input_values", "attention_mask")
     #: the preprocessor made for this run (speech probes run its feature extractor)
     processor: Any = None
+    #: the head's modality where a task has two (None: the first transformers lists, text)
+    modality: str | None = None
 
     def config(self, spec: BuildSpec) -> Any:
         """The checkpoint's config, else the variant's (``config.json`` as a dict), else the one in
@@ -297,7 +307,7 @@ class AutoFamily(TransformersFamily):
         import transformers
 
         check_task(spec.entry, spec.task)
-        return getattr(transformers, heads_for(spec.entry.family)[spec.task].auto)
+        return getattr(transformers, heads_for(spec.entry.family, self.modality)[spec.task].auto)
 
     def adjust(self, config: Any, spec: BuildSpec) -> Any:
         """As every transformers family does, and name the head where the config names none (an
@@ -314,7 +324,7 @@ class AutoFamily(TransformersFamily):
         if getattr(config, "default_language", "") is None and "en_XX" in (getattr(config, "languages", None) or ()):
             config.default_language = "en_XX"
         if not getattr(config, "architectures", None) and spec.task in heads_for(spec.entry.family):
-            config.architectures = [head_class_name(spec.entry.family, spec.task)]
+            config.architectures = [head_class_name(spec.entry.family, spec.task, self.modality)]
         if getattr(config, "is_encoder_decoder", False) and getattr(config, "decoder_start_token_id", None) is None:
             config.decoder_start_token_id = getattr(config, "pad_token_id", None) or 0  # T5's classifier shifts right
         for part in parts if spec.task == "classify" else ():  # pools the last real token
@@ -333,7 +343,7 @@ class AutoFamily(TransformersFamily):
             raise NotImplementedError("AutoFamily builds on a real device")
         head, config = self.head(spec), self.config(spec)
         if type(config) not in head._model_mapping:  # a composite's text part saved alone (Emu3, Mllama)
-            head = getattr(transformers, head_class_name(spec.entry.family, spec.task))
+            head = getattr(transformers, head_class_name(spec.entry.family, spec.task, self.modality))
 
         def make(**kwargs: Any) -> Any:
             if spec.weights_dir is not None:
@@ -373,7 +383,7 @@ class AutoFamily(TransformersFamily):
         folder = self.source_folder(spec)
         if folder is None:
             raise ConfigError(f"model '{spec.entry.name}' has no tokenizer or processor files to read inputs with")
-        heads = heads_for(spec.entry.family)
+        heads = heads_for(spec.entry.family, self.modality)
         modality = heads[spec.task].modality if spec.task in heads else "text"
         if modality == "vision":
             from transformers import AutoImageProcessor
@@ -423,7 +433,7 @@ class AutoFamily(TransformersFamily):
         import transformers
 
         check_task(spec.entry, spec.task)
-        cls = getattr(transformers, head_class_name(spec.entry.family, spec.task), None)
+        cls = getattr(transformers, head_class_name(spec.entry.family, spec.task, self.modality), None)
         return set(inspect.signature(cls.forward).parameters) if cls is not None else set()
 
     # -- stages ----------------------------------------------------------------------------------
@@ -441,6 +451,7 @@ class AutoVisionFamily(AutoFamily):
     """An architecture whose ``classify`` classifies images."""
 
     tasks = {**AutoFamily.tasks, "classify": TASK_CLASSES["classify", "vision"]}
+    modality = "vision"
 
 
 # -- inputs to trace with --------------------------------------------------------------------------
