@@ -91,7 +91,7 @@ def task_values(names: Names, task: str | None) -> dict[str, str]:
             f'its class."""\n    return [TaskEntry("{task}", "{DOMAIN}", "{names.package}.task:{task_class}",\n'
             f'                      "one number per image: the ink of a handwritten digit")]\n\n\n')
     return {"entry_imports": "ModelEntry, TaskEntry, Variant", "tasks": f'("classify", "{task}")', "task_hook": hook,
-            "task_config": f", conf/task/{task}.yaml", "task_head": f', "{task}": "ConvNextForImageClassification"',
+            "task_config": f", conf/task/{task}.yaml", "task_head": f'    heads = {{"classify": "ConvNextForImageClassification", "{task}": "ConvNextForImageClassification"}}\n',
             "task": task, "task_class": task_class}
 
 

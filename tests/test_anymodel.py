@@ -309,6 +309,19 @@ def test_a_no_grad_region_inside_the_forward_is_cut_and_keeps_its_gradients_and_
     assert torch.is_grad_enabled()
 
 
+def test_a_torch_without_the_tracer_says_so_in_one_line(monkeypatch):
+    """The Poplar SDK's torch 2.0.1 has neither torch.export nor pipelining."""
+    import sys
+
+    import torch
+
+    from garden.families.traced import TraceError, traced_blocks
+
+    monkeypatch.setitem(sys.modules, "torch.distributed.pipelining", None)
+    with pytest.raises(TraceError, match=r"needs torch.export and torch.distributed.pipelining, which this torch \("):
+        traced_blocks(torch.nn.Linear(2, 2), type("Task", (), {"name": "classify"})(), ())
+
+
 def test_a_curated_family_names_its_architecture_and_transformers_auto_mappings_name_its_classes():
     """The plugins declare ``architecture``; config, heads, base model and speech processors follow."""
     from garden_camembert.family import CamemBERT

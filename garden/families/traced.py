@@ -624,10 +624,25 @@ def traced_of(model: Any) -> Traced:
     return found
 
 
+def tracer_available() -> None:
+    """One line where this torch cannot trace (the Poplar SDK's 2.0.1 has no ``torch.export`` and
+    no ``torch.distributed.pipelining``)."""
+    import torch
+
+    try:
+        import torch.distributed.pipelining  # noqa: F401
+        import torch.export  # noqa: F401
+    except ImportError:
+        raise TraceError(f"finding stages by tracing needs torch.export and torch.distributed.pipelining, "
+                         f"which this torch ({torch.__version__}) lacks; on the Poplar SDK's stack run a plugin "
+                         "whose stage_blocks are written out (every seed model's are)") from None
+
+
 def traced_blocks(model: Any, task: Any, probe: tuple, blocks: str | Sequence[str] | None = None) -> list[Block]:
     """The model's stage blocks (see module doc); ``blocks`` names the layer lists (``model.blocks``)."""
     known = vars(model).get(ATTRIBUTE)
     if known is None or known.task.name != task.name:
+        tracer_available()
         encoder_decoder = bool(getattr(getattr(model, "config", None), "is_encoder_decoder", False))
         module = task_module(model, task)
 
