@@ -313,8 +313,9 @@ class AutoFamily(TransformersFamily):
         """As every transformers family does, and name the head where the config names none (an
         Auto mapping with several classes for a task picks by ``architectures``); no decoding
         cache for a task that never decodes (a linear-attention cache cannot even count its
-        length); an encoder read as a causal LM masks the future (``is_decoder``); X-MOD's language adapter: English, garden's shipped text, where the checkpoint
-        names no default (``model.options.config.default_language=de_DE`` picks another)."""
+        length); an encoder read as a causal LM masks the future (``is_decoder``); X-MOD's
+        language adapter: English, garden's shipped text, where the checkpoint names no default
+        (``model.options.config.default_language=de_DE`` picks another)."""
         parts = list({id(c): c for c in (config, *sub_configs(config))}.values())
         for part in parts if spec.task not in GENERATING else ():
             if getattr(part, "use_cache", False):
