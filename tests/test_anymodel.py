@@ -483,6 +483,38 @@ def test_teacher_forcing_builds_no_decoding_cache_so_a_model_without_attention_l
     assert logits.shape == (2, 6, 64) and model.lm_head.weight.grad is not None
 
 
+def test_teacher_forcing_never_shows_a_translation_decoder_a_later_token():
+    """FSMT builds its decoder's causal mask only when told ``use_cache=False``: with its config's
+    default it trains on the very tokens it is asked to predict."""
+    import pkgutil
+
+    import torch
+
+    from garden.families.auto import AutoFamily, entry_for
+    from garden.hookspecs import BuildSpec
+
+    entry = entry_for("hf:x/fsmt", {"model_type": "fsmt", "encoder_layers": 1, "decoder_layers": 1, "d_model": 32,
+                                    "encoder_attention_heads": 2, "decoder_attention_heads": 2,
+                                    "encoder_ffn_dim": 64, "decoder_ffn_dim": 64, "src_vocab_size": 64,
+                                    "tgt_vocab_size": 64, "langs": ["en", "de"]})
+    family = AutoFamily()
+    model = family.build(BuildSpec(entry=entry, variant=entry.variants[0], task="text2text")).eval()
+    task = pkgutil.resolve_name(family.tasks["text2text"])(family)
+    generator = torch.Generator().manual_seed(0)
+    ids, targets = torch.randint(5, 64, (1, 6), generator=generator), torch.randint(5, 64, (1, 5), generator=generator)
+    changed = targets.clone()
+    changed[0, -1] = 4
+
+    def logits(decoder_input_ids: torch.Tensor) -> torch.Tensor:
+        with torch.no_grad():
+            return task.forward(model, {"input_ids": ids, "attention_mask": torch.ones_like(ids),
+                                        "decoder_input_ids": decoder_input_ids})
+
+    before, after = logits(targets), logits(changed)
+    torch.testing.assert_close(after[0, :-1], before[0, :-1], rtol=1e-5, atol=1e-5)  # same kernels, same inputs
+    assert not torch.allclose(after[0, -1], before[0, -1])
+
+
 # -- blocks ------------------------------------------------------------------------------------------
 
 

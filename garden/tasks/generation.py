@@ -86,8 +86,9 @@ def tokenize(tokenizer: Any, texts: list[str], size: int, *, truncation: bool, w
 def no_cache(model: Any) -> dict[str, bool]:
     """``use_cache=False`` where the model's forward takes it: teacher forcing reads every
     position's logits at once, so a decoding cache would only cost memory (a training step would
-    keep every layer's keys and values), and hybrid models whose layers hold no attention (a tiny
-    Bamba, Jamba) cannot even size one."""
+    keep every layer's keys and values); hybrid models whose layers hold no attention (a tiny
+    Bamba, Jamba) cannot even size one, and FSMT builds its decoder's causal mask only without
+    one (with its config's ``use_cache=True`` it would train on the tokens it predicts)."""
     return {"use_cache": False} if _takes_use_cache(type(model)) else {}
 
 
