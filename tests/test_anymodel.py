@@ -697,7 +697,7 @@ def test_plugin_new_from_a_hub_model_writes_a_package_that_installs_and_passes_p
 #: architectures no plugin covers, one or two per kind of model (and per way stages get cut;
 #: ResNet's BatchNorm statistics, which the train check must leave as they were built)
 SAMPLE = {"classify": ["albert", "distilbert", "electra"], "image-classify": ["convnext", "swin", "resnet"],
-          "causal-lm": ["llama"], "audio-classify": ["whisper"]}
+          "causal-lm": ["llama"], "text2text": ["m2m_100"], "audio-classify": ["whisper"]}
 
 
 @pytest.mark.slow
