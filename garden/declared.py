@@ -151,6 +151,18 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
+def vector_isa() -> str:
+    """The widest vector instructions the CPU has (``amx``, ``avx512``, ``avx2``, else ``other``):
+    torch's kernels dispatch on them, so two CPUs that share a model name ("AMD EPYC" in a VM)
+    but not these round differently."""
+    try:
+        flags = set(Path("/proc/cpuinfo").read_text().split())
+    except OSError:
+        return "other"
+    return next((name for name, flag in (("amx", "amx_tile"), ("avx512", "avx512f"), ("avx2", "avx2"))
+                 if flag in flags), "other")
+
+
 def version(distribution: str) -> str | None:
     try:
         return metadata.version(distribution)
@@ -173,7 +185,7 @@ def commit(folder: Path) -> str | None:
 def environment(folder: Path, threads: int | None = None) -> dict[str, Any]:
     """What a declared number depends on: versions, CPU, threads, the code's commit and the date."""
     found = {"garden": version("garden"), "torch": version("torch"), "transformers": version("transformers"),
-             "python": platform.python_version(), "cpu": cpu_model(), "cores": os.cpu_count()}
+             "python": platform.python_version(), "cpu": cpu_model(), "isa": vector_isa(), "cores": os.cpu_count()}
     if threads is not None:
         found["threads"] = threads
     found.update(commit=commit(folder), date=datetime.now(timezone.utc).strftime("%Y-%m-%d"))

@@ -96,21 +96,22 @@ def plan_of_a_published_layout(layout: list[int], overrides: list[str], folder: 
 def rerun_declared_result(model: str, task: str, workdir: Path) -> dict:
     """Rerun the command of ``model``'s declared result for ``task`` (its plugin's ``results.json``,
     written by ``bench/results.py --write``) in ``workdir`` and assert that it gives the declared
-    held-out metrics to 4 decimals; returns them. Skips, naming what differs, on a CPU model or a
-    torch or transformers version other than the one it was measured with: floating point differs
-    between instruction sets and kernels (the recipes run on one thread, so cores do not matter)."""
+    held-out metrics to 4 decimals; returns them. Skips, naming what differs, on a CPU model, a
+    vector instruction set or a torch or transformers version other than the one it was measured
+    with: floating point differs between instruction sets and kernels (the recipes run on one
+    thread, so cores do not matter)."""
     import json
     import shlex
 
     import pytest
 
     from garden import get_entry
-    from garden.declared import cpu_model, version
+    from garden.declared import cpu_model, vector_isa, version
     from garden.pytest_plugin import garden_cli
 
     __tracebackhide__ = True
     [result] = [r for r in get_entry(model).results if r["task"] == task]
-    here = {"cpu": cpu_model(), "torch": version("torch"), "transformers": version("transformers")}
+    here = {"cpu": cpu_model(), "isa": vector_isa(), "torch": version("torch"), "transformers": version("transformers")}
     differ = [f"{k} {v!r} here, {result['measured_with'].get(k)!r} declared" for k, v in here.items()
               if v != result["measured_with"].get(k)]
     if differ:

@@ -16,6 +16,8 @@ from __future__ import annotations
 import json
 import shlex
 
+from pathlib import Path
+
 import pytest
 
 
@@ -51,7 +53,25 @@ def test_every_registered_model_declares_a_result_with_a_baseline_and_its_comman
     for model, result in DECLARED:
         assert result["command"].startswith(f"python -m garden model={model} task={result['task']} ")
         assert "trainer.threads=1" in result["command"] and result["baseline"]["metric"] in result["metrics"]
-        assert {"cpu", "torch", "transformers", "garden", "commit"} <= set(result["measured_with"])
+        assert {"cpu", "isa", "torch", "transformers", "garden", "commit"} <= set(result["measured_with"])
+
+
+def test_a_declared_result_names_the_vector_instructions_it_was_measured_with(monkeypatch, tmp_path):
+    """Two CPUs both called "AMD EPYC" (an AVX2-only one and one with AVX-512) train the same recipe
+    to losses 0.013 apart: a rerun on the other instruction set skips, naming it, and never fails."""
+    from garden import declared
+    from garden.testing import rerun_declared_result
+
+    cpuinfo = tmp_path / "cpuinfo"
+    monkeypatch.setattr(declared, "Path", lambda path: cpuinfo if path == "/proc/cpuinfo" else Path(path))
+    for flags, isa in (("fpu sse2 avx2 fma", "avx2"), ("avx2 avx512f avx512_bf16", "avx512"),
+                       ("avx512f amx_tile amx_bf16", "amx"), ("sse2", "other")):
+        cpuinfo.write_text(f"model name\t: AMD EPYC\nflags\t\t: {flags}\n")
+        assert declared.vector_isa() == isa
+    cpuinfo.write_text("model name\t: AMD EPYC\nflags\t\t: avx2 avx512f\n")
+    model, result = next((m, r) for m, r in DECLARED if r["measured_with"]["isa"] == "avx2")
+    with pytest.raises(pytest.skip.Exception, match=r"isa 'avx512' here, 'avx2' declared"):
+        rerun_declared_result(model, result["task"], tmp_path)
 
 
 @pytest.mark.parametrize("model, result", DECLARED, ids=ids(DECLARED))
