@@ -3,10 +3,13 @@ this machine, and the check that keeps a quantised plan honest.
 
 ``infer.precision=auto`` chooses by what the hardware runs fast, detected once per process:
 
-* a GPU, or a CPU with AMX or AVX512-BF16 (``amx_bf16``/``avx512_bf16`` in /proc/cpuinfo): ``bf16``;
-* any other CPU (AVX2 only: AMD before Zen 4, Intel before Cooper Lake, most laptops): bf16 is
-  emulated there and several times slower than fp32, so ``int8-dynamic`` (``quantize_dynamic``
-  on the Linear layers: int8 weights, activations quantised per batch), checked against fp32;
+* a GPU, or a CPU with AMX (``amx_bf16`` in /proc/cpuinfo, Intel since Sapphire Rapids): ``bf16``;
+* any other CPU: ``int8-dynamic`` (``quantize_dynamic`` on the Linear layers: int8 weights,
+  activations quantised per batch), checked against fp32. On AVX2 alone (AMD before Zen 4, Intel
+  before Cooper Lake, most laptops) bf16 is emulated and several times slower than fp32; with
+  AVX512-BF16 but no AMX (AMD Zen 4 and 5) bf16 is fast, but int8 on AVX512-VNNI is faster still:
+  1.05-2.7x bf16 for ViT-base and BERT-base at batch 1 and 8 (bench/inference.py on a 2-core
+  AVX-512 EPYC, docs/benchmarks.md);
 * ``+compile`` (``torch.compile``, inductor) on a GPU, for runs of at least
   ``infer.compile_min_batches`` batches: its warm-up (tens of seconds for a base model) is paid
   once per process and only a long run earns it back. Never on a CPU: in garden's infer loop on
@@ -80,9 +83,15 @@ def cpu_features() -> frozenset[str]:
 
 
 def native_bf16(features: frozenset[str] | None = None) -> bool:
-    """Whether the CPU multiplies bf16 in hardware (AMX or AVX512-BF16), where bf16 pays off."""
+    """Whether the CPU multiplies bf16 in hardware (AMX or AVX512-BF16)."""
     features = cpu_features() if features is None else features
     return "amx_bf16" in features or "avx512_bf16" in features
+
+
+def bf16_tiles(features: frozenset[str] | None = None) -> bool:
+    """Whether the CPU has AMX's bf16 tiles, where bf16 beats dynamic int8."""
+    features = cpu_features() if features is None else features
+    return "amx_bf16" in features
 
 
 @dataclass(frozen=True)
@@ -91,6 +100,8 @@ class Machine:
 
     device: str = "cpu"
     bf16: bool = False
+    #: AMX: bf16 matrix tiles, faster than int8 on AVX512-VNNI (bf16 alone, AVX512-BF16, is not)
+    amx: bool = False
 
     @classmethod
     def here(cls, device: str) -> "Machine":
@@ -98,12 +109,14 @@ class Machine:
             import torch
 
             return cls("cuda", torch.cuda.is_bf16_supported())
-        return cls("cpu", native_bf16())
+        return cls("cpu", native_bf16(), bf16_tiles())
 
     def describe(self) -> str:
         if self.device == "cuda":
             return "GPU" + (" with bf16" if self.bf16 else " without bf16")
-        return "CPU with AMX/AVX512-BF16" if self.bf16 else "CPU without a bf16 path (no AMX/AVX512-BF16)"
+        if self.amx:
+            return "CPU with AMX"
+        return "CPU with AVX512-BF16, no AMX" if self.bf16 else "CPU without a bf16 path (no AMX/AVX512-BF16)"
 
 
 def choose(requested: str, machine: Machine, *, params: int, batches: int, allow_bf16: bool = True,
@@ -115,8 +128,10 @@ def choose(requested: str, machine: Machine, *, params: int, batches: int, allow
 
     >>> choose("auto", Machine("cpu", bf16=False), params=86_000_000, batches=10).label
     'int8-dynamic'
-    >>> choose("auto", Machine("cpu", bf16=True), params=86_000_000, batches=10).label
+    >>> choose("auto", Machine("cpu", bf16=True, amx=True), params=86_000_000, batches=10).label
     'bf16'
+    >>> choose("auto", Machine("cpu", bf16=True), params=86_000_000, batches=10).label
+    'int8-dynamic'
     >>> choose("auto", Machine("cpu", bf16=False), params=100_000, batches=10).label
     'fp32'
     """
@@ -131,10 +146,13 @@ def choose(requested: str, machine: Machine, *, params: int, batches: int, allow
         return Plan("fp32", False, f"auto: {params / 1e6:.1f}M parameters, under {MIN_PARAMS // 1_000_000}M: "
                                    "lower precision costs more than it saves")
     where = machine.describe()
-    if machine.bf16 and allow_bf16 and "bf16" in offered:
+    fast_bf16 = machine.bf16 and (machine.device != "cpu" or machine.amx)
+    if fast_bf16 and allow_bf16 and "bf16" in offered:
         return Plan("bf16", long_run, f"auto: {where}{why_compile}")
     if machine.device == "cpu" and allow_int8 and "int8-dynamic" in offered:
         return Plan("int8-dynamic", long_run, f"auto: {where}: dynamic int8, checked against fp32{why_compile}")
+    if machine.bf16 and allow_bf16 and "bf16" in offered:  # no int8 here: bf16 still beats fp32
+        return Plan("bf16", long_run, f"auto: {where}: no int8 plan here{why_compile}")
     reason = f"{where}; no quantised plan allowed here" if not (allow_bf16 and allow_int8) else where
     return Plan("fp32", long_run, f"auto: {reason}{why_compile}")
 
