@@ -28,6 +28,7 @@ command writes them. No torch here: ``list`` reads these through discovery.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import platform
@@ -151,16 +152,25 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
-def vector_isa() -> str:
+@functools.lru_cache(maxsize=1)
+def cpu_features() -> frozenset[str]:
+    """This CPU's feature flags (Linux /proc/cpuinfo), read once per process; empty elsewhere."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith(("flags", "Features")):
+                return frozenset(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return frozenset()
+
+
+def vector_isa(features: frozenset[str] | None = None) -> str:
     """The widest vector instructions the CPU has (``amx``, ``avx512``, ``avx2``, else ``other``):
     torch's kernels dispatch on them, so two CPUs that share a model name ("AMD EPYC" in a VM)
     but not these round differently."""
-    try:
-        flags = set(Path("/proc/cpuinfo").read_text().split())
-    except OSError:
-        return "other"
+    features = cpu_features() if features is None else features
     return next((name for name, flag in (("amx", "amx_tile"), ("avx512", "avx512f"), ("avx2", "avx2"))
-                 if flag in flags), "other")
+                 if flag in features), "other")
 
 
 def version(distribution: str) -> str | None:

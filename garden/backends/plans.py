@@ -32,9 +32,9 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
+from garden.declared import cpu_features
 from garden.errors import ConfigError
 
 #: the precisions a plan can name; ``+compile`` may follow any of them, ``auto`` chooses
@@ -68,18 +68,6 @@ def parse(value: str) -> Plan:
         raise ConfigError(f"infer.precision={value} is not auto or one of {', '.join(PRECISIONS)} "
                           "(each optionally followed by +compile, e.g. int8-dynamic+compile)")
     return Plan(precision, bool(plus))
-
-
-@functools.lru_cache(maxsize=1)
-def cpu_features() -> frozenset[str]:
-    """This CPU's feature flags (Linux /proc/cpuinfo), read once per process; empty elsewhere."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith(("flags", "Features")):
-                return frozenset(line.split(":", 1)[1].split())
-    except OSError:
-        pass
-    return frozenset()
 
 
 def native_bf16(features: frozenset[str] | None = None) -> bool:
