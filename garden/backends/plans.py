@@ -76,12 +76,6 @@ def native_bf16(features: frozenset[str] | None = None) -> bool:
     return "amx_bf16" in features or "avx512_bf16" in features
 
 
-def bf16_tiles(features: frozenset[str] | None = None) -> bool:
-    """Whether the CPU has AMX's bf16 tiles, where bf16 beats dynamic int8."""
-    features = cpu_features() if features is None else features
-    return "amx_bf16" in features
-
-
 @dataclass(frozen=True)
 class Machine:
     """What the plan depends on: the device and what it runs fast."""
@@ -97,7 +91,8 @@ class Machine:
             import torch
 
             return cls("cuda", torch.cuda.is_bf16_supported())
-        return cls("cpu", native_bf16(), bf16_tiles())
+        features = cpu_features()
+        return cls("cpu", native_bf16(features), "amx_bf16" in features)
 
     def describe(self) -> str:
         if self.device == "cuda":

@@ -94,8 +94,7 @@ def head_class_name(model_type: str, task: str, modality: str | None = None) -> 
     """``BertForSequenceClassification``: the class transformers' Auto mapping gives ``task`` (the
     first where it names several, as DeiT's with and without a distillation head)."""
     head = heads_for(model_type, modality)[task]
-    found = mapping(head.mapping)[model_type]
-    return found[0] if isinstance(found, (list, tuple)) else found
+    return _names(mapping(head.mapping)[model_type])[0]
 
 
 def known_model_type(model_type: str | None) -> bool:
